@@ -1,0 +1,1 @@
+"""tinyattn: a small deep-learning library for attention models."""
