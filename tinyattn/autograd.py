@@ -1,0 +1,326 @@
+"""Reverse-mode automatic differentiation: grad mode, the `Function` node, `backward`, `gradcheck`.
+
+The graph. Every differentiable op is a `Function` subclass with two static methods::
+
+    forward(ctx, *inputs)  -> output Tensor       (and ctx.save_for_backward(...) what backward needs)
+    backward(ctx, grad)    -> one gradient per input (None where an input needs none)
+
+`Function.apply` runs `forward` and, when some input requires grad, keeps the `ctx` object as the
+output's `grad_fn`: a node that remembers its `inputs`. Nodes point only backwards (output -> node
+-> inputs), never from a node to its own output, so the graph holds no reference cycles and memory
+is freed by reference counting as soon as a graph goes out of scope.
+
+Backward. `backward(root)` orders the nodes reachable from the root so that a node is processed
+only after every node that uses its output -- a reverse topological order, found with an explicit
+stack (not recursion: an RNN unrolled over thousands of steps would exceed Python's recursion
+limit). Each node's incoming gradients are summed before its own `backward` runs, because a tensor
+used twice receives one contribution per use (d(x*x)/dx = x + x). Leaves accumulate into `.grad`
+with `+=` across calls, which is why training loops call `zero_grad()` before each step.
+
+Second backward. As in PyTorch, `backward()` frees the tensors saved for backward as it goes; a
+second `backward()` through the same nodes raises unless the first passed `retain_graph=True`.
+(tinyattn raises on any second pass through a freed node, even one that saved nothing: simpler to
+reason about, and never silently wrong.)
+
+Chapter 1 of the tour (docs/01-autograd.md) walks through this file.
+"""
+import functools
+
+_grad_enabled = True
+
+
+def is_grad_enabled():
+    return _grad_enabled
+
+
+class set_grad_enabled:
+    """Context manager (and decorator) that turns graph building on or off."""
+
+    def __init__(self, mode):
+        global _grad_enabled
+        self.prev = _grad_enabled
+        _grad_enabled = bool(mode)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        global _grad_enabled
+        _grad_enabled = self.prev
+        return False
+
+
+class no_grad:
+    """Build no graph inside: `with tinyattn.no_grad(): ...` or `@tinyattn.no_grad()`.
+
+    Used for evaluation and for parameter updates, which must not become part of the graph."""
+
+    _mode = False
+
+    def __enter__(self):
+        global _grad_enabled
+        self.prev = _grad_enabled
+        _grad_enabled = self._mode
+        return self
+
+    def __exit__(self, *exc):
+        global _grad_enabled
+        _grad_enabled = self.prev
+        return False
+
+    def __call__(self, fn):
+        cls = type(self)
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with cls():
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class enable_grad(no_grad):
+    """Build the graph again inside a `no_grad` region."""
+
+    _mode = True
+
+
+class _NoGraph:
+    """The ctx handed to `forward` when no graph is built: saving is a no-op, attributes vanish."""
+
+    __slots__ = ()
+    needs_input_grad = ()
+
+    def save_for_backward(self, *tensors):
+        pass
+
+    def __setattr__(self, name, value):
+        pass
+
+
+_NO_GRAPH = _NoGraph()
+_FREED = "freed"
+
+
+class Function:
+    """A primitive differentiable op; an instance is one node of the graph (PyTorch's `ctx`)."""
+
+    # inputs: the arguments of forward (Tensors and plain values); saved_tensors: what backward needs
+    inputs = ()
+    saved_tensors = ()
+    needs_input_grad = ()
+    _retained = None  # weak reference to the output, only when the user asked `retain_grad()`
+
+    @classmethod
+    def apply(cls, *args):
+        if _grad_enabled:
+            needs = tuple(a._requires_grad if isinstance(a, Tensor) else False for a in args)
+            if True in needs:
+                ctx = cls.__new__(cls)
+                ctx.inputs = args
+                ctx.needs_input_grad = needs
+                out = cls.forward(ctx, *args)
+                out._requires_grad = True
+                out.grad_fn = ctx
+                return out
+        return cls.forward(_NO_GRAPH, *args)
+
+    def save_for_backward(self, *tensors):
+        self.saved_tensors = tensors
+
+    @staticmethod
+    def forward(ctx, *args):
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise NotImplementedError
+
+    def name(self):
+        """`MulBackward`, as PyTorch shows it in `grad_fn=<MulBackward0>`."""
+        return getattr(self, "op_name", type(self).__name__) + "Backward"
+
+    def __repr__(self):
+        return f"<{self.name()}>"
+
+
+def _topological_order(root):
+    """Nodes reachable from `root`, each after every node that consumes its output.
+
+    Iterative depth-first search: a node is emitted (post-order) once all of its inputs' nodes have
+    been emitted; reversing that list puts consumers before producers, the order backward needs."""
+    post = []
+    seen = {root}
+    stack = [(root, iter(root.inputs))]
+    while stack:
+        node, it = stack[-1]
+        for t in it:
+            if isinstance(t, Tensor):
+                child = t.grad_fn
+                if child is not None and child not in seen:
+                    seen.add(child)
+                    stack.append((child, iter(child.inputs)))
+                    break
+        else:
+            stack.pop()
+            post.append(node)
+    post.reverse()
+    return post
+
+
+def backward(root, gradient=None, retain_graph=False):
+    """Accumulate d(root)/d(leaf) into `leaf.grad` for every leaf that requires grad.
+
+    `gradient` is d(loss)/d(root); it may be omitted only when root holds a single element."""
+    if not root._requires_grad:
+        raise RuntimeError(
+            "backward: this tensor does not require grad and has no grad_fn, so there is nothing to "
+            "differentiate; create the inputs with requires_grad=True (and not under no_grad())")
+    if gradient is None:
+        if root.numel() != 1:
+            raise RuntimeError(
+                f"backward: grad can be implicitly created only for a tensor with one element, "
+                f"but this one has shape {tuple(root.shape)}; pass gradient= of the same shape")
+        gradient = _ones_like(root)
+    else:
+        if not isinstance(gradient, Tensor):
+            raise TypeError(f"backward: gradient must be a Tensor, got {type(gradient).__name__}")
+        if gradient.shape != root.shape:
+            raise RuntimeError(f"backward: gradient has shape {tuple(gradient.shape)} but the tensor "
+                               f"has shape {tuple(root.shape)}")
+        if gradient.dtype is not root.dtype:
+            gradient = gradient.to(root.dtype)
+    global _grad_enabled
+    prev, _grad_enabled = _grad_enabled, False  # backward formulas build no graph
+    try:
+        if root.grad_fn is None:  # a leaf: d(root)/d(root) = gradient
+            _accumulate_leaf(root, gradient, gradient)
+            return
+        grads = {root.grad_fn: gradient}
+        for node in _topological_order(root.grad_fn):
+            g = grads.pop(node, None)
+            if g is None:  # no path from root carries a gradient here
+                continue
+            if node.saved_tensors is _FREED:
+                raise RuntimeError(
+                    f"backward: trying to backward through the graph a second time ({node.name()} "
+                    f"was already used and its saved tensors freed); call the first backward() with "
+                    f"retain_graph=True if you need to backward twice")
+            if node._retained is not None:
+                out = node._retained()
+                if out is not None:
+                    out.grad = g if out.grad is None else out.grad + g
+            in_grads = node.backward(node, g)
+            if not isinstance(in_grads, tuple):
+                in_grads = (in_grads,)
+            if not retain_graph:
+                node.saved_tensors = _FREED
+            for inp, gi, need in zip(node.inputs, in_grads, node.needs_input_grad):
+                if not need or gi is None:
+                    continue
+                if gi.shape != inp.shape or gi.dtype is not inp.dtype:
+                    raise RuntimeError(
+                        f"backward: {node.name()} returned a gradient of shape {tuple(gi.shape)} "
+                        f"({gi.dtype}) for an input of shape {tuple(inp.shape)} ({inp.dtype})")
+                child = inp.grad_fn
+                if child is None:
+                    _accumulate_leaf(inp, gi, g)
+                else:
+                    prev_g = grads.get(child)
+                    grads[child] = gi if prev_g is None else prev_g + gi
+    finally:
+        _grad_enabled = prev
+
+
+def _accumulate_leaf(leaf, gi, upstream):
+    # A backward formula may hand the upstream gradient itself to several inputs (a + b passes g
+    # to both). Stored as-is, two leaves would share one .grad buffer and an in-place update of
+    # one (clipping, zero_()) would change the other, so shared buffers are copied first.
+    if leaf.grad is None:
+        leaf.grad = gi.clone() if gi._data is upstream._data else gi
+    else:
+        leaf.grad = leaf.grad + gi
+
+
+def _ones_like(t):
+    from .creation import ones
+    return ones(t.shape, dtype=t.dtype)
+
+
+def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0):
+    """Check the gradients of `fn` at `inputs` against central finite differences, in float64.
+
+    fn(*inputs) returns a Tensor (or a tuple of Tensors). Rather than build the whole Jacobian, the
+    outputs are reduced to one scalar L = sum_k <w_k, out_k> with fixed random weights w_k (so every
+    output element matters, with a different weight), and for every element x_i of every input that
+    requires grad
+
+        analytic  dL/dx_i  (one backward pass)
+        numeric   (L(x_i + eps) - L(x_i - eps)) / (2 eps)
+
+    must agree within atol + rtol * |numeric|. Returns True, or raises AssertionError naming the
+    input, the element and both values."""
+    from .creation import rand
+    from .tensor import Tensor as _T
+
+    if isinstance(inputs, _T):
+        inputs = (inputs,)
+    inputs = tuple(inputs)
+    checked = [i for i, t in enumerate(inputs) if isinstance(t, _T) and t.requires_grad]
+    if not checked:
+        raise ValueError("gradcheck: no input has requires_grad=True")
+    for i in checked:
+        if inputs[i].dtype.name != "float64":
+            raise TypeError(f"gradcheck: input {i} is {inputs[i].dtype}; finite differences need "
+                            f"float64 inputs (use .double())")
+
+    def outputs():
+        out = fn(*inputs)
+        return out if isinstance(out, (tuple, list)) else (out,)
+
+    from .random import Generator
+    gen = Generator(seed)
+    weights = [rand(o.shape, dtype=o.dtype, generator=gen) + 0.5 if o.dtype.is_floating_point
+               else None for o in outputs()]
+
+    def scalar(outs):
+        total = 0.0
+        for o, w in zip(outs, weights):
+            if w is not None:
+                total += float((o.detach() * w).sum().item())
+        return total
+
+    for t in inputs:
+        if isinstance(t, _T):
+            t.grad = None
+    with enable_grad():
+        outs = outputs()
+        loss = None
+        for o, w in zip(outs, weights):
+            if w is not None and o.requires_grad:
+                term = (o * w).sum()
+                loss = term if loss is None else loss + term
+    if loss is not None:
+        loss.backward()
+    with no_grad():
+        for i in checked:
+            x = inputs[i]
+            analytic = x.grad.contiguous().tolist_flat() if x.grad is not None else [0.0] * x.numel()
+            for j, pos in enumerate(x._positions()):
+                orig = x._data[pos]
+                x._data[pos] = orig + eps
+                plus = scalar(outputs())
+                x._data[pos] = orig - eps
+                minus = scalar(outputs())
+                x._data[pos] = orig
+                numeric = (plus - minus) / (2 * eps)
+                a = analytic[j]
+                if not abs(a - numeric) <= atol + rtol * abs(numeric):
+                    index = x._unravel(j)
+                    raise AssertionError(
+                        f"gradcheck: gradient of input {i} (shape {tuple(x.shape)}) at element "
+                        f"{index} is wrong: analytic {a!r} vs numeric {numeric!r} "
+                        f"(difference {abs(a - numeric):.3g} > atol {atol} + rtol {rtol} * |numeric|)")
+    return True
+
+
+from .tensor import Tensor  # noqa: E402  (tensor.py imports this module first)

@@ -1,0 +1,245 @@
+"""Making tensors: from Python data (`tensor`), filled (`zeros`, `full`, `eye`, `arange`), random.
+
+Random functions draw from the global generator seeded by `tinyattn.manual_seed(n)` unless a
+`generator=` is passed."""
+import builtins
+import math
+from array import array
+
+from . import _shapes
+from . import dtypes as _dt
+from .kernels import random as KR
+from .random import default_generator
+from .tensor import Tensor, _make
+
+
+def _size(op, size):
+    """Accept f(2, 3), f((2, 3)) and f([2, 3]) as PyTorch does."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    try:
+        size = tuple(int(s) for s in size)
+    except (TypeError, ValueError):
+        raise TypeError(f"{op}: size must be ints, got {size!r}") from None
+    if builtins.any(s < 0 for s in size):
+        raise ValueError(f"{op}: negative dimension in size {size}")
+    return size
+
+
+def _finish(t, requires_grad):
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _flatten(op, data):
+    """Nested lists -> (shape, flat list). Ragged nesting raises ValueError naming the dim."""
+    shape = []
+    level = [data]
+    while level and isinstance(level[0], (list, tuple, Tensor, range)):
+        if builtins.any(isinstance(v, Tensor) for v in level):
+            level = [v.tolist() if isinstance(v, Tensor) else v for v in level]
+            if not isinstance(level[0], (list, tuple, range)):
+                break
+        n = len(level[0])
+        for v in level:
+            if not isinstance(v, (list, tuple, range)) or len(v) != n:
+                got = len(v) if isinstance(v, (list, tuple, range)) else type(v).__name__
+                raise ValueError(f"{op}: expected a sequence of length {n} at dim {len(shape)} "
+                                 f"(got {got}); nested lists must be rectangular")
+        shape.append(n)
+        level = [x for v in level for x in v]
+    for v in level:
+        if isinstance(v, (list, tuple, range)):
+            raise ValueError(f"{op}: nested lists must be rectangular (mixed depths)")
+        if not isinstance(v, (int, float)):
+            raise TypeError(f"{op}: cannot make a tensor from an element of type "
+                            f"{type(v).__name__} ({v!r})")
+    return tuple(shape), level
+
+
+def _infer_dtype(values):
+    if values and builtins.all(type(v) is bool for v in values):
+        return _dt.bool
+    if builtins.all(isinstance(v, int) for v in values) and values:
+        return _dt.int64
+    return _dt.float32
+
+
+def _buffer(dtype, values, op="tensor"):
+    if dtype is _dt.bool:
+        return array("B", [1 if v else 0 for v in values])
+    if dtype is _dt.int64:
+        try:
+            return array("q", [v if type(v) is int else int(v) for v in values])
+        except OverflowError:
+            raise OverflowError(f"{op}: a value does not fit in int64") from None
+    return array(dtype.typecode, values)
+
+
+def tensor(data, dtype=None, requires_grad=False):
+    """A new tensor (a copy) from a number, nested lists/tuples of numbers, or a Tensor.
+
+    dtype is inferred as in PyTorch: bools -> bool, ints -> int64, any float -> float32."""
+    if isinstance(data, Tensor):
+        t = data.detach().clone() if dtype is None else data.detach().to(_dt.get(dtype)).clone()
+        return _finish(t, requires_grad)
+    shape, values = _flatten("tensor", data)
+    dt = _infer_dtype(values) if dtype is None else _dt.get(dtype)
+    return _finish(_make(_buffer(dt, values), shape, dt), requires_grad)
+
+
+def _filled(op, size, value, dtype, requires_grad):
+    shape = _size(op, size)
+    if dtype is None:
+        dtype = (_dt.bool if isinstance(value, bool) else
+                 _dt.int64 if isinstance(value, int) else _dt.float32)
+    dtype = _dt.get(dtype)
+    if dtype is _dt.bool:
+        value = 1 if value else 0
+    elif not dtype.is_floating_point:
+        value = int(value)
+    buf = array(dtype.typecode, [value]) * _shapes.numel(shape)
+    return _finish(_make(buf, shape, dtype), requires_grad)
+
+
+def zeros(*size, dtype=None, requires_grad=False):
+    return _filled("zeros", size, 0.0, dtype or _dt.float32, requires_grad)
+
+
+def ones(*size, dtype=None, requires_grad=False):
+    return _filled("ones", size, 1.0, dtype or _dt.float32, requires_grad)
+
+
+def empty(*size, dtype=None, requires_grad=False):
+    """A tensor of the given size (zero-filled here; do not rely on the contents)."""
+    return _filled("empty", size, 0.0, dtype or _dt.float32, requires_grad)
+
+
+def full(size, fill_value, dtype=None, requires_grad=False):
+    return _filled("full", (size,) if isinstance(size, int) else tuple(size), fill_value, dtype,
+                   requires_grad)
+
+
+def zeros_like(t, dtype=None, requires_grad=False):
+    return zeros(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+def ones_like(t, dtype=None, requires_grad=False):
+    return ones(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+def empty_like(t, dtype=None, requires_grad=False):
+    return zeros_like(t, dtype, requires_grad)
+
+
+def full_like(t, fill_value, dtype=None, requires_grad=False):
+    return full(t.shape, fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, requires_grad=False):
+    """Values start, start+step, ... below end (int64 for int arguments, float32 otherwise)."""
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise ValueError("arange: step must be nonzero")
+    n = builtins.max(0, math.ceil((end - start) / step))
+    if dtype is None:
+        dtype = _dt.int64 if builtins.all(isinstance(v, int) for v in (start, end, step)) \
+            else _dt.float32
+    dtype = _dt.get(dtype)
+    if dtype is _dt.int64 and builtins.all(isinstance(v, int) for v in (start, end, step)):
+        buf = array("q", range(start, end, step))
+    else:
+        buf = array(dtype.typecode, [start + i * step for i in range(n)])
+    return _finish(_make(buf, (len(buf),), dtype), requires_grad)
+
+
+def linspace(start, end, steps, dtype=None, requires_grad=False):
+    """`steps` evenly spaced values from start to end inclusive."""
+    if steps < 0:
+        raise ValueError(f"linspace: steps must be non-negative, got {steps}")
+    dtype = _dt.get(dtype or _dt.float32)
+    if steps == 1:
+        vals = [start]
+    else:
+        d = (end - start) / (steps - 1)
+        vals = [start + i * d for i in range(steps)]
+    return _finish(_make(array(dtype.typecode, vals), (steps,), dtype), requires_grad)
+
+
+def eye(n, m=None, dtype=None, requires_grad=False):
+    m = n if m is None else m
+    t = zeros(n, m, dtype=dtype)
+    for i in range(builtins.min(n, m)):
+        t._data[i * m + i] = 1
+    return _finish(t, requires_grad)
+
+
+# --------------------------------------------------------------------------- random
+
+
+def _random_float(op, size, dtype, generator):
+    shape = _size(op, size)
+    dtype = _dt.get(dtype or _dt.float32)
+    if not dtype.is_floating_point:
+        raise TypeError(f"{op}: dtype must be float32 or float64, got {dtype}")
+    k1, k2 = (generator or default_generator).next_keys()
+    return _make(_dt.zeros_buffer(dtype, _shapes.numel(shape)), shape, dtype), k1, k2
+
+
+def rand(*size, dtype=None, requires_grad=False, generator=None, low=0.0, high=1.0):
+    """Uniform samples in [low, high) (default [0, 1))."""
+    t, k1, k2 = _random_float("rand", size, dtype, generator)
+    KR.uniform(t._data, t.numel(), k1, k2, float(low), float(high), t.dtype is _dt.float32)
+    return _finish(t, requires_grad)
+
+
+def randn(*size, dtype=None, requires_grad=False, generator=None, mean=0.0, std=1.0):
+    """Standard normal samples (mean 0, std 1)."""
+    t, k1, k2 = _random_float("randn", size, dtype, generator)
+    KR.normal(t._data, t.numel(), k1, k2, float(mean), float(std))
+    return _finish(t, requires_grad)
+
+
+def rand_like(t, dtype=None, requires_grad=False, generator=None):
+    return rand(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, generator=generator)
+
+
+def randn_like(t, dtype=None, requires_grad=False, generator=None):
+    return randn(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, generator=generator)
+
+
+def randint(low=0, high=None, size=None, dtype=None, generator=None):
+    """Integers uniform on [low, high): randint(high, size) or randint(low, high, size)."""
+    if size is None:
+        if high is None or not isinstance(high, (tuple, list)):
+            raise TypeError("randint: size must be given, e.g. randint(10, (3,)) or "
+                            "randint(0, 10, (3,))")
+        low, high, size = 0, low, high
+    if high is None:
+        low, high = 0, low
+    if high <= low:
+        raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
+    shape = _size("randint", (size,))
+    dtype = _dt.get(dtype or _dt.int64)
+    k1, k2 = (generator or default_generator).next_keys()
+    t = _make(_dt.zeros_buffer(_dt.int64, _shapes.numel(shape)), shape, _dt.int64)
+    KR.randint(t._data, t.numel(), k1, k2, int(low), int(high))
+    return t if dtype is _dt.int64 else t.to(dtype)
+
+
+def randperm(n, dtype=None, generator=None):
+    """A random permutation of 0..n-1."""
+    k1, k2 = (generator or default_generator).next_keys()
+    t = _make(_dt.zeros_buffer(_dt.int64, n), (n,), _dt.int64)
+    KR.randperm(t._data, n, k1, k2)
+    return t if dtype is None else t.to(dtype)
+
+
+def bernoulli_mask(shape, p, dtype, generator=None):
+    """A tensor of 1/(1-p) with probability 1-p and 0 otherwise (inverted dropout's mask)."""
+    k1, k2 = (generator or default_generator).next_keys()
+    t = _make(_dt.zeros_buffer(dtype, _shapes.numel(shape)), tuple(shape), dtype)
+    KR.bernoulli_scale(t._data, t.numel(), k1, k2, float(p), 1.0 / (1.0 - p) if p < 1 else 0.0)
+    return t

@@ -1,0 +1,299 @@
+"""Elementwise kernels: unary maps, binary maps with broadcasting, comparisons, `where`.
+
+Every kernel walks its operands as 4-d strided views into flat buffers::
+
+    element (i0, i1, i2, i3) of x lives at x[x_off + i0*xs0 + i1*xs1 + i2*xs2 + i3*xs3]
+
+and writes a fresh contiguous output. Broadcasting costs nothing here: a broadcast dimension simply
+has stride 0. The tensor layer first merges dimensions that are contiguous in every operand, so the
+common case (same shape, contiguous) arrives as ``n0 = n1 = n2 = 1`` and one long inner loop.
+
+Each unary op is written twice, side by side: its value ``y = f(x)`` in `_unary_value` and its
+derivative ``dy/dx`` (given ``x`` and ``y``) in `_unary_derivative`. The autograd layer multiplies the
+derivative by the upstream gradient in `unary_backward`, so adding an activation is two short lines.
+"""
+import math
+
+from .jit import inline, kernel
+
+# --- unary op codes (p1, p2 are optional float parameters) ---
+NEG, ABS, EXP, LOG, SQRT, TANH, SIGMOID, RELU, GELU, GELU_TANH, CLAMP, POW, SIN, COS = range(14)
+
+_SQRT_2 = math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_GELU_C = math.sqrt(2.0 / math.pi)
+
+
+_EXP_MAX = 709.0  # exp() of anything larger overflows a float64
+
+
+@inline
+def _exp(x):
+    # Interpreted Python raises OverflowError where compiled code gives inf: make both give inf.
+    return math.exp(x) if x < _EXP_MAX else math.inf
+
+
+@inline
+def _div(a, b):
+    # Interpreted Python raises ZeroDivisionError where compiled code follows IEEE: make both IEEE.
+    if b == 0:
+        if a == 0 or a != a:
+            return math.nan
+        return math.inf if (a > 0) == (math.copysign(1.0, b) > 0) else -math.inf
+    return a / b
+
+
+@inline
+def _pow(a, b):
+    # Interpreted Python returns a complex number for (-2) ** 0.5 and raises for 0 ** -1.
+    if a < 0 and b != math.floor(b):
+        return math.nan
+    if a == 0 and b < 0:
+        return math.inf
+    return a ** b
+
+
+@inline
+def _sigmoid(x):
+    # Two branches so that exp() only ever sees a non-positive argument: no overflow, no inf/inf.
+    if x >= 0.0:
+        return 1.0 / (1.0 + _exp(-x))
+    e = _exp(x)
+    return e / (1.0 + e)
+
+
+@inline
+def _unary_value(op, x, p1, p2):
+    if op == NEG:
+        return -x
+    if op == ABS:
+        return abs(x)
+    if op == EXP:
+        return _exp(x)
+    if op == LOG:
+        return math.log(x) if x > 0.0 else (-math.inf if x == 0.0 else math.nan)
+    if op == SQRT:
+        return math.sqrt(x) if x >= 0.0 else math.nan
+    if op == TANH:
+        return math.tanh(x)
+    if op == SIGMOID:
+        return _sigmoid(x)
+    if op == RELU:
+        return x if x > 0.0 else 0.0 * x
+    if op == GELU:  # x * Phi(x), Phi the standard normal CDF
+        return 0.5 * x * (1.0 + math.erf(x / _SQRT_2))
+    if op == GELU_TANH:  # the tanh approximation of GELU
+        return 0.5 * x * (1.0 + math.tanh(_GELU_C * (x + 0.044715 * x * x * x)))
+    if op == CLAMP:  # p1 = min, p2 = max (+-inf when absent)
+        return min(max(x, p1), p2)
+    if op == POW:  # x ** p1
+        return _pow(x, p1)
+    if op == SIN:
+        return math.sin(x)
+    return math.cos(x)  # COS
+
+
+@inline
+def _unary_derivative(op, x, y, p1, p2):
+    """dy/dx at x, where y = f(x) is already known (many derivatives are cheaper in terms of y)."""
+    if op == NEG:
+        return -1.0
+    if op == ABS:
+        return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
+    if op == EXP:
+        return y
+    if op == LOG:
+        return _div(1.0, x)
+    if op == SQRT:
+        return _div(0.5, y)
+    if op == TANH:
+        return 1.0 - y * y
+    if op == SIGMOID:
+        return y * (1.0 - y)
+    if op == RELU:
+        return 1.0 if x > 0.0 else 0.0
+    if op == GELU:  # Phi(x) + x * phi(x)
+        return 0.5 * (1.0 + math.erf(x / _SQRT_2)) + x * _INV_SQRT_2PI * math.exp(-0.5 * x * x)
+    if op == GELU_TANH:
+        inner = _GELU_C * (x + 0.044715 * x * x * x)
+        t = math.tanh(inner)
+        return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _GELU_C * (1.0 + 3.0 * 0.044715 * x * x)
+    if op == CLAMP:  # the gradient flows where the input was inside [min, max] (as in PyTorch)
+        return 1.0 if (x >= p1 and x <= p2) else 0.0
+    if op == POW:
+        return 0.0 if p1 == 0.0 else p1 * _pow(x, p1 - 1.0)
+    if op == SIN:
+        return math.cos(x)
+    return -math.sin(x)  # COS
+
+
+@kernel
+def unary(op, p1, p2, x, x_off, xs0, xs1, xs2, xs3, out, n0, n1, n2, n3):
+    """out = f(x) elementwise; x a strided 4-d view, out contiguous (n0, n1, n2, n3)."""
+    o = 0
+    for i0 in range(n0):
+        for i1 in range(n1):
+            for i2 in range(n2):
+                px = x_off + i0 * xs0 + i1 * xs1 + i2 * xs2
+                for i3 in range(n3):
+                    out[o + i3] = _unary_value(op, x[px + i3 * xs3], p1, p2)
+                o += n3
+
+
+@kernel
+def unary_backward(op, p1, p2, g, x, y, out, n):
+    """out = g * f'(x) for contiguous g, x, y = f(x) of n elements."""
+    for i in range(n):
+        out[i] = g[i] * _unary_derivative(op, x[i], y[i], p1, p2)
+
+
+# --- binary op codes ---
+ADD, SUB, MUL, DIV, POW2, MAXIMUM, MINIMUM = range(7)
+# comparisons and logic produce bool (uint8) outputs
+EQ, NE, LT, LE, GT, GE, AND, OR, XOR = range(9)
+
+
+@inline
+def _binary_value(op, a, b):
+    if op == ADD:
+        return a + b
+    if op == SUB:
+        return a - b
+    if op == MUL:
+        return a * b
+    if op == DIV:
+        return _div(a, b)
+    if op == POW2:
+        return _pow(a, b)
+    if op == MAXIMUM:  # NaN propagates, as in PyTorch
+        return a if (a >= b or a != a) else b
+    return a if (a <= b or a != a) else b  # MINIMUM
+
+
+@inline
+def _compare_value(op, a, b):
+    if op == EQ:
+        return a == b
+    if op == NE:
+        return a != b
+    if op == LT:
+        return a < b
+    if op == LE:
+        return a <= b
+    if op == GT:
+        return a > b
+    if op == GE:
+        return a >= b
+    if op == AND:
+        return (a != 0) and (b != 0)
+    if op == OR:
+        return (a != 0) or (b != 0)
+    return (a != 0) != (b != 0)  # XOR
+
+
+@kernel
+def binary(op, a, a_off, as0, as1, as2, as3, b, b_off, bs0, bs1, bs2, bs3, out, n0, n1, n2, n3):
+    """out = a (op) b with broadcasting by zero strides; out contiguous (n0, n1, n2, n3)."""
+    o = 0
+    for i0 in range(n0):
+        for i1 in range(n1):
+            for i2 in range(n2):
+                pa = a_off + i0 * as0 + i1 * as1 + i2 * as2
+                pb = b_off + i0 * bs0 + i1 * bs1 + i2 * bs2
+                for i3 in range(n3):
+                    out[o + i3] = _binary_value(op, a[pa + i3 * as3], b[pb + i3 * bs3])
+                o += n3
+
+
+@kernel
+def binary_scalar(op, a, a_off, as0, as1, as2, as3, s, reverse, out, n0, n1, n2, n3):
+    """out = a (op) s, or s (op) a when `reverse`; s a Python number (no 1-element buffer needed)."""
+    o = 0
+    for i0 in range(n0):
+        for i1 in range(n1):
+            for i2 in range(n2):
+                pa = a_off + i0 * as0 + i1 * as1 + i2 * as2
+                if reverse:
+                    for i3 in range(n3):
+                        out[o + i3] = _binary_value(op, s, a[pa + i3 * as3])
+                else:
+                    for i3 in range(n3):
+                        out[o + i3] = _binary_value(op, a[pa + i3 * as3], s)
+                o += n3
+
+
+@kernel
+def compare(op, a, a_off, as0, as1, as2, as3, b, b_off, bs0, bs1, bs2, bs3, out, n0, n1, n2, n3):
+    """out = a (cmp) b as 0/1 bytes (bool tensor), broadcasting by zero strides."""
+    o = 0
+    for i0 in range(n0):
+        for i1 in range(n1):
+            for i2 in range(n2):
+                pa = a_off + i0 * as0 + i1 * as1 + i2 * as2
+                pb = b_off + i0 * bs0 + i1 * bs1 + i2 * bs2
+                for i3 in range(n3):
+                    out[o + i3] = 1 if _compare_value(op, a[pa + i3 * as3], b[pb + i3 * bs3]) else 0
+                o += n3
+
+
+@kernel
+def where(c, c_off, cs0, cs1, cs2, cs3, a, a_off, as0, as1, as2, as3,
+          b, b_off, bs0, bs1, bs2, bs3, out, n0, n1, n2, n3):
+    """out = a where c else b (c a bool buffer), all three broadcast by zero strides."""
+    o = 0
+    for i0 in range(n0):
+        for i1 in range(n1):
+            for i2 in range(n2):
+                pc = c_off + i0 * cs0 + i1 * cs1 + i2 * cs2
+                pa = a_off + i0 * as0 + i1 * as1 + i2 * as2
+                pb = b_off + i0 * bs0 + i1 * bs1 + i2 * bs2
+                for i3 in range(n3):
+                    if c[pc + i3 * cs3]:
+                        out[o + i3] = a[pa + i3 * as3]
+                    else:
+                        out[o + i3] = b[pb + i3 * bs3]
+                o += n3
+
+
+@kernel
+def copy(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0, n1, n2, n3):
+    """Strided copy (and dtype conversion, when the buffers differ in type) from view x into view out.
+
+    Used for `contiguous()`, `to(dtype)`, `cat`, and for writing a gradient into a slice of zeros."""
+    for i0 in range(n0):
+        for i1 in range(n1):
+            for i2 in range(n2):
+                px = x_off + i0 * xs0 + i1 * xs1 + i2 * xs2
+                po = o_off + i0 * os0 + i1 * os1 + i2 * os2
+                for i3 in range(n3):
+                    out[po + i3 * os3] = x[px + i3 * xs3]
+
+
+@kernel
+def fill(out, o_off, os0, os1, os2, os3, value, n0, n1, n2, n3):
+    """Write `value` into every element of a strided view (`fill_`, `zero_`, masked writes)."""
+    for i0 in range(n0):
+        for i1 in range(n1):
+            for i2 in range(n2):
+                po = o_off + i0 * os0 + i1 * os1 + i2 * os2
+                for i3 in range(n3):
+                    out[po + i3 * os3] = value
+
+
+@kernel
+def axpy(alpha, x, out, n):
+    """out += alpha * x over contiguous buffers (in-place updates: gradient accumulation, SGD)."""
+    for i in range(n):
+        out[i] += alpha * x[i]
+
+
+@kernel
+def to_int(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0, n1, n2, n3):
+    """Strided copy from a float view into an integer view, rounding toward zero (as a C cast)."""
+    for i0 in range(n0):
+        for i1 in range(n1):
+            for i2 in range(n2):
+                px = x_off + i0 * xs0 + i1 * xs1 + i2 * xs2
+                po = o_off + i0 * os0 + i1 * os1 + i2 * os2
+                for i3 in range(n3):
+                    out[po + i3 * os3] = int(x[px + i3 * xs3])

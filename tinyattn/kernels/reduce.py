@@ -1,0 +1,82 @@
+"""Reductions over the middle axis of a contiguous (O, R, I) buffer.
+
+Any reduction over a run of adjacent dimensions is this shape: for x of shape (2, 3, 4, 5) summed
+over dims (1, 2), O = 2, R = 3*4, I = 5. The tensor layer makes the input contiguous and reduces one
+run of adjacent dims per call, so these few loops serve `sum`, `mean`, `max`, `argmax`, ... over any
+`dim`. When I == 1 (reduce the last axis) each output is one pass over a contiguous row; otherwise
+the loop runs over rows of I contiguous values and accumulates them into the output row, which keeps
+memory access contiguous.
+"""
+import math
+
+from .jit import kernel
+
+
+@kernel
+def sum_ori(x, out, O, R, I):
+    """out[o, i] = sum_r x[o, r, i]."""
+    if I == 1:
+        for o in range(O):
+            s = 0.0  # a float64 accumulator: float32 sums of long rows stay accurate
+            base = o * R
+            for r in range(R):
+                s += x[base + r]
+            out[o] = s
+        return
+    for o in range(O):
+        ob = o * I
+        for i in range(I):
+            out[ob + i] = 0
+        for r in range(R):
+            xb = (o * R + r) * I
+            for i in range(I):
+                out[ob + i] += x[xb + i]
+
+
+@kernel
+def max_ori(x, values, indices, O, R, I, want_min):
+    """values[o, i] = max_r x[o, r, i] (min when `want_min`), indices[o, i] = its first argmax.
+
+    NaN wins, as in PyTorch: once a NaN is seen it is the result."""
+    for o in range(O):
+        for i in range(I):
+            base = o * R * I + i
+            best = x[base]
+            arg = 0
+            for r in range(1, R):
+                v = x[base + r * I]
+                if best != best:  # already NaN
+                    break
+                if v != v or (v < best if want_min else v > best):
+                    best = v
+                    arg = r
+            values[o * I + i] = best
+            indices[o * I + i] = arg
+
+
+@kernel
+def scatter_ori(g, indices, out, O, R, I):
+    """out[o, indices[o, i], i] += g[o, i]: the gradient of `max(dim)` flows to the chosen element."""
+    for o in range(O):
+        for i in range(I):
+            out[(o * R + indices[o * I + i]) * I + i] += g[o * I + i]
+
+
+@kernel
+def sumsq_all(x, n):
+    """sum of x[i]**2 over a contiguous buffer, in float64 (gradient-norm clipping)."""
+    s = 0.0
+    for i in range(n):
+        v = float(x[i])
+        s += v * v
+    return s
+
+
+@kernel
+def all_finite(x, n):
+    """True when no element is inf or NaN."""
+    for i in range(n):
+        v = x[i]
+        if v != v or v == math.inf or v == -math.inf:
+            return False
+    return True
