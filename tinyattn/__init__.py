@@ -21,3 +21,4 @@ from .functions import (abs, add, all, amax, amin, any, argmax, argmin, bmm, cat
                         triu, unbind, unsqueeze, var, where)
 
 __version__ = "0.1.0"
+from . import nn

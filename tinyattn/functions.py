@@ -1519,7 +1519,7 @@ class IndexRows(Function):
         return out, None
 
 
-def _checked_index(op, idx, size, dim):
+def _checked_index(op, idx, size, dim, allow_negative=True):
     """idx as a packed int64 tensor with negatives wrapped; IndexError names the bad value."""
     if idx.dtype is not _int64:
         if idx.dtype.is_floating_point:
@@ -1529,10 +1529,10 @@ def _checked_index(op, idx, size, dim):
     out = _empty(idx.shape, _int64)
     if n:
         if idx._packed:
-            bad = KI.wrap_indices(idx._data, 0, 1, n, size, out._data)
+            bad = KI.wrap_indices(idx._data, 0, 1, n, size, out._data, allow_negative)
         else:
             p = _packed(idx)
-            bad = KI.wrap_indices(p._data, 0, 1, n, size, out._data)
+            bad = KI.wrap_indices(p._data, 0, 1, n, size, out._data, allow_negative)
             idx = p
         if bad >= 0:
             value = idx._data[bad] if idx._packed else idx.tolist_flat()[bad]

@@ -9,12 +9,12 @@ from .jit import kernel
 
 
 @kernel
-def wrap_indices(idx, idx_off, idx_stride, n, size, out):
-    """out[j] = idx[j] (+ size when negative). Returns the position of the first index outside
-    [-size, size), or -1 when all are valid; nothing after that position is written."""
+def wrap_indices(idx, idx_off, idx_stride, n, size, out, allow_negative):
+    """out[j] = idx[j] (+ size when negative and allowed). Returns the position of the first index
+    outside [-size, size) (or [0, size)), or -1 when all are valid."""
     for j in range(n):
         v = idx[idx_off + j * idx_stride]
-        if v < 0:
+        if v < 0 and allow_negative:
             v += size
         if v < 0 or v >= size:
             return j

@@ -1,0 +1,8 @@
+"""Neural-network layers with PyTorch's names, parameter shapes, initialisation and state_dict keys."""
+from . import functional, init
+from .activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from .dropout import Dropout
+from .linear import Identity, Linear
+from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
+from .normalization import LayerNorm
+from .sparse import Embedding
