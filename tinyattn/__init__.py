@@ -12,7 +12,7 @@ from .creation import (arange, empty, empty_like, eye, full, full_like, linspace
                        rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,
                        zeros_like)
 from .functions import (abs, add, all, amax, amin, any, argmax, argmin, bmm, cat, chunk, clamp,
-                        clip, clone, cos, div, eq, exp, expand, flatten, flip, gather, ge, gelu,
+                        clip, clone, cos, div, floor_divide, remainder, eq, exp, expand, flatten, flip, gather, ge, gelu,
                         gt, index_select, isfinite, isinf, isnan, le, log, log_softmax,
                         logical_and, logical_not, logical_or, logical_xor, logsumexp, lt,
                         masked_fill, matmul, max, maximum, mean, min, minimum, mm, mul, narrow, ne,

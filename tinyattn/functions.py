@@ -65,8 +65,8 @@ def _copy_into(src, dst_data, dst_off, dst_strides):
     # More than 4 dims that cannot be merged: loop over the leading ones in Python.
     lead = shape4[:-4]
     for idx in _ndindex(lead):
-        so = src._offset + sum(i * s for i, s in zip(idx, ss))
-        do = dst_off + sum(i * s for i, s in zip(idx, ds))
+        so = src._offset + builtins.sum(i * s for i, s in zip(idx, ss))
+        do = dst_off + builtins.sum(i * s for i, s in zip(idx, ds))
         kern(src._data, so, *ss[-4:], dst_data, do, *ds[-4:], *shape4[-4:])
 
 
@@ -284,7 +284,8 @@ def _run_binary(kern, op, a, b, shape, out_data):
 
 
 _BINARY_NAMES = {KE.ADD: "add", KE.SUB: "sub", KE.MUL: "mul", KE.DIV: "div", KE.POW2: "pow",
-                 KE.MAXIMUM: "maximum", KE.MINIMUM: "minimum"}
+                 KE.MAXIMUM: "maximum", KE.MINIMUM: "minimum", KE.REMAINDER: "remainder",
+                 KE.FLOOR_DIVIDE: "floor_divide"}
 
 
 class Add(Function):
@@ -452,7 +453,14 @@ def _binary(cls, op, a, b):
             if a.dtype is not b.dtype:
                 dt = _dt.promote_types(a.dtype, b.dtype)
                 a, b = to_dtype(a, dt), to_dtype(b, dt)
-            if a.dtype is _bool and op in (KE.ADD, KE.SUB, KE.MUL, KE.DIV, KE.POW2):
+            if a.dtype is _bool:  # PyTorch: bool + bool is `or`, bool * bool is `and`
+                if op == KE.ADD:
+                    return logical_or(a, b)
+                if op == KE.MUL:
+                    return logical_and(a, b)
+                if op == KE.SUB:
+                    raise TypeError("sub: subtracting two bool tensors is not supported; use "
+                                    "logical_xor() or convert with .long() first")
                 a, b = to_dtype(a, _int64), to_dtype(b, _int64)
             if op == KE.DIV and not a.dtype.is_floating_point:
                 a, b = to_dtype(a, _float32), to_dtype(b, _float32)
@@ -522,6 +530,43 @@ def rpow(a, b):
 
 def maximum(a, b):
     return _binary(Maximum, KE.MAXIMUM, a, b)
+
+
+class _Integerish(Function):
+    """remainder and floor_divide: piecewise constant or integer-valued, so no gradient flows."""
+
+    @staticmethod
+    def forward(ctx, a, b, op):
+        if isinstance(b, Tensor):
+            return _binary_forward(op, a, b)
+        return ScalarOp.forward(ctx, a, op, b, False)
+
+
+def _no_grad_binary(op, a, b):
+    if not isinstance(a, Tensor):
+        a = _tensor_from_scalar(a, _dt.scalar_result_type(b.dtype, a))
+    if isinstance(b, Tensor) and a.dtype is not b.dtype:
+        dt = _dt.promote_types(a.dtype, b.dtype)
+        a, b = to_dtype(a, dt), to_dtype(b, dt)
+    elif not isinstance(b, Tensor):
+        dt = _dt.scalar_result_type(a.dtype, b)
+        a = to_dtype(a, dt)
+        b = float(b) if dt.is_floating_point else int(b)
+    if a.dtype is _bool:
+        a = to_dtype(a, _int64)
+        b = to_dtype(b, _int64) if isinstance(b, Tensor) else b
+    with _no_graph():
+        return _Integerish.apply(a, b, op)
+
+
+def remainder(a, b):
+    """a - floor(a / b) * b: the result takes the sign of b, as Python's % (and PyTorch's)."""
+    return _no_grad_binary(KE.REMAINDER, a, b)
+
+
+def floor_divide(a, b):
+    """floor(a / b), rounding toward -inf as Python's // (and PyTorch's)."""
+    return _no_grad_binary(KE.FLOOR_DIVIDE, a, b)
 
 
 def minimum(a, b):
@@ -1039,7 +1084,12 @@ def matmul(a, b):
         raise TypeError(f"matmul: expected floating-point tensors, got {a.dtype} "
                         f"(tinyattn multiplies float32 and float64 matrices)")
     if a.ndim >= 2 and b.ndim >= 2:
-        _shapes.broadcast_shapes("matmul (batch dims)", a.shape[:-2], b.shape[:-2])
+        try:
+            _shapes.broadcast_shapes("matmul", a.shape[:-2], b.shape[:-2])
+        except ValueError:
+            raise ValueError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} have batch "
+                             f"dims {tuple(a.shape[:-2])} and {tuple(b.shape[:-2])} that cannot "
+                             f"be broadcast together") from None
         return MatMul.apply(a, b)
     a2 = unsqueeze(a, 0) if a.ndim == 1 else a
     b2 = unsqueeze(b, -1) if b.ndim == 1 else b

@@ -266,7 +266,7 @@ def _install_methods():
     """Attach the op library to Tensor as methods and operators: `x.exp()`, `x + y`, `x @ w`, ..."""
     names = """
         neg abs exp log sqrt rsqrt tanh sigmoid relu gelu sin cos clamp clip pow square reciprocal
-        add sub mul div maximum minimum masked_fill masked_fill_ eq ne lt le gt ge
+        add sub mul div remainder floor_divide maximum minimum masked_fill masked_fill_ eq ne lt le gt ge
         logical_and logical_or logical_not logical_xor isnan isinf isfinite
         matmul mm bmm sum mean max min amax amin var std argmax argmin logsumexp all any norm
         softmax log_softmax reshape view view_as reshape_as transpose permute unsqueeze squeeze
@@ -288,6 +288,8 @@ def _install_methods():
         "__rsub__": lambda a, b: F.rsub(a, b), "__mul__": F.mul, "__rmul__": lambda a, b: F.mul(a, b),
         "__truediv__": F.div, "__rtruediv__": lambda a, b: F.rdiv(a, b), "__pow__": F.pow,
         "__rpow__": lambda a, b: F.rpow(a, b), "__matmul__": F.matmul,
+        "__mod__": F.remainder, "__rmod__": lambda a, b: F.remainder(b, a),
+        "__floordiv__": F.floor_divide, "__rfloordiv__": lambda a, b: F.floor_divide(b, a),
         "__rmatmul__": lambda a, b: F.matmul(b, a), "__neg__": F.neg, "__abs__": F.abs,
         "__eq__": F.eq, "__ne__": F.ne, "__lt__": F.lt, "__le__": F.le, "__gt__": F.gt, "__ge__": F.ge,
         "__and__": F.logical_and, "__or__": F.logical_or, "__xor__": F.logical_xor,

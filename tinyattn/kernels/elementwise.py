@@ -148,7 +148,7 @@ def unary_backward(op, p1, p2, g, x, y, out, n):
 
 
 # --- binary op codes ---
-ADD, SUB, MUL, DIV, POW2, MAXIMUM, MINIMUM = range(7)
+ADD, SUB, MUL, DIV, POW2, MAXIMUM, MINIMUM, REMAINDER, FLOOR_DIVIDE = range(9)
 # comparisons and logic produce bool (uint8) outputs
 EQ, NE, LT, LE, GT, GE, AND, OR, XOR = range(9)
 
@@ -167,7 +167,13 @@ def _binary_value(op, a, b):
         return _pow(a, b)
     if op == MAXIMUM:  # NaN propagates, as in PyTorch
         return a if (a >= b or a != a) else b
-    return a if (a <= b or a != a) else b  # MINIMUM
+    if op == MINIMUM:
+        return a if (a <= b or a != a) else b
+    if b == 0:  # integer % 0 and // 0 are errors in Python; give 0 like a C kernel would
+        return a * 0
+    if op == REMAINDER:  # Python's (and PyTorch's) remainder takes the sign of the divisor
+        return a % b
+    return a // b  # FLOOR_DIVIDE: rounds toward -inf, as Python and PyTorch
 
 
 @inline

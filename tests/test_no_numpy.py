@@ -1,0 +1,41 @@
+"""tinyattn is NumPy-free: no file of the project's own code imports numpy (numba may, internally)."""
+import ast
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DIRS = ("tinyattn", "tests", "demos", "benchmarks")
+
+
+def _numpy_imports(path):
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", getattr(
+                node.func, "attr", None)) in ("__import__", "import_module"):
+            names = [a.value for a in node.args if isinstance(a, ast.Constant)
+                     and isinstance(a.value, str)]
+        for n in names:
+            if n == "numpy" or n.startswith("numpy."):
+                yield node.lineno
+
+
+def test_no_file_imports_numpy():
+    files = [p for d in DIRS for p in (ROOT / d).rglob("*.py")]
+    assert any(p.name == "tensor.py" for p in files)
+    offenders = [f"{p.relative_to(ROOT)}:{line}" for p in files for line in _numpy_imports(p)]
+    assert not offenders, "these lines import numpy: " + ", ".join(offenders)
+
+
+def test_the_check_itself_catches_an_import(tmp_path):
+    for src in ("import numpy as np\n", "from numpy import array\n", "import numpy.linalg\n",
+                "x = __import__('numpy')\n", "import importlib\nimportlib.import_module('numpy')\n"):
+        f = tmp_path / "bad.py"
+        f.write_text(src)
+        assert list(_numpy_imports(f)), src
+    f = tmp_path / "ok.py"
+    f.write_text("import numba\nfrom array import array\n# import numpy in a comment\n")
+    assert not list(_numpy_imports(f))

@@ -1,0 +1,161 @@
+"""Tensor creation, metadata, conversion, views, in-place writes, randomness and printing."""
+import math
+
+import pytest
+
+import tinyattn as ta
+
+from helpers import assert_close
+
+
+def test_tensor_infers_dtype_and_shape():
+    assert ta.tensor(1.5).dtype is ta.float32 and ta.tensor(1.5).shape == ()
+    assert ta.tensor([1, 2]).dtype is ta.int64
+    assert ta.tensor([True, False]).dtype is ta.bool
+    assert ta.tensor([[1, 2.5]]).dtype is ta.float32
+    assert ta.tensor([]).shape == (0,)
+    t = ta.tensor([[1, 2, 3], [4, 5, 6]], dtype=ta.float64)
+    assert t.shape == (2, 3) and t.ndim == 2 and t.numel() == 6 and t.size(-1) == 3
+    assert t.tolist() == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+    assert ta.tensor([ta.tensor(1.0), ta.tensor(2.0)]).tolist() == [1.0, 2.0]
+
+
+def test_tensor_rejects_ragged_and_bad_elements():
+    with pytest.raises(ValueError, match="length 2 at dim 1"):
+        ta.tensor([[1, 2], [3]])
+    with pytest.raises(TypeError, match="str"):
+        ta.tensor(["a"])
+
+
+def test_factories():
+    assert ta.zeros(2, 3).tolist() == [[0.0] * 3] * 2
+    assert ta.ones((2,)).tolist() == [1.0, 1.0]
+    assert ta.full((2,), 7).dtype is ta.int64 and ta.full((2,), 7.0).dtype is ta.float32
+    assert ta.arange(5).tolist() == [0, 1, 2, 3, 4]
+    assert ta.arange(1, 2, 0.25).tolist() == [1.0, 1.25, 1.5, 1.75]
+    assert ta.arange(5, 0, -2).tolist() == [5, 3, 1]
+    assert ta.eye(2, 3).tolist() == [[1, 0, 0], [0, 1, 0]]
+    assert_close(ta.linspace(0, 1, 5), [0, 0.25, 0.5, 0.75, 1.0])
+    x = ta.randn(2, 2, dtype=ta.float64)
+    assert ta.zeros_like(x).dtype is ta.float64 and ta.ones_like(x).shape == (2, 2)
+    with pytest.raises(ValueError, match="negative"):
+        ta.zeros(-1)
+
+
+def test_manual_seed_makes_runs_repeatable():
+    ta.manual_seed(123)
+    a = [ta.rand(5).tolist(), ta.randn(3).tolist(), ta.randint(0, 10, (4,)).tolist()]
+    ta.manual_seed(123)
+    b = [ta.rand(5).tolist(), ta.randn(3).tolist(), ta.randint(0, 10, (4,)).tolist()]
+    assert a == b
+    assert ta.rand(5).tolist() != a[0]  # the next draw is a new stream
+    state = ta.get_rng_state()
+    c = ta.randn(4).tolist()
+    ta.set_rng_state(state)
+    assert ta.randn(4).tolist() == c
+
+
+def test_random_distributions():
+    ta.manual_seed(0)
+    u = ta.rand(20000, dtype=ta.float64)
+    assert 0 <= u.min().item() and u.max().item() < 1
+    assert abs(u.mean().item() - 0.5) < 0.01 and abs(u.var().item() - 1 / 12) < 0.005
+    n = ta.randn(20000, dtype=ta.float64)
+    assert abs(n.mean().item()) < 0.03 and abs(n.std().item() - 1) < 0.03
+    # the tails exist: a N(0, 1) sample of 20000 has |x| > 3 about 54 times
+    assert 20 < (n.abs() > 3).sum().item() < 110
+    r = ta.randint(3, 7, (5000,))
+    assert set(r.tolist()) == {3, 4, 5, 6}
+    p = ta.randperm(50)
+    assert sorted(p.tolist()) == list(range(50))
+    f = ta.rand(100000)  # float32 draws never round up to 1.0
+    assert f.max().item() < 1.0
+
+
+def test_conversions_and_python_scalars():
+    x = ta.tensor([[1.7, -2.5]])
+    assert x.long().tolist() == [[1, -2]]  # toward zero, like a C cast (and PyTorch)
+    assert x.double().dtype is ta.float64
+    assert x.bool().tolist() == [[True, True]]
+    assert ta.tensor([0.0, 2.0]).bool().tolist() == [False, True]
+    assert float(ta.tensor([2.5])) == 2.5 and int(ta.tensor(3)) == 3
+    assert ta.tensor(3).item() == 3 and ta.tensor(True).item() is True
+    with pytest.raises(ValueError, match="one element"):
+        x.item()
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        bool(x)
+    assert x.to("cpu") is x and x.to(ta.float32) is x
+    assert len(ta.zeros(4, 2)) == 4 and [r.tolist() for r in ta.eye(2)] == [[1, 0], [0, 1]]
+
+
+def test_views_share_storage_and_clone_does_not():
+    x = ta.arange(6).reshape(2, 3)
+    t = x.T
+    assert t.shape == (3, 2) and t._data is x._data and not t.is_contiguous()
+    assert t.tolist() == [[0, 3], [1, 4], [2, 5]]
+    assert t.contiguous().is_contiguous()
+    x[0, 1] = 100
+    assert t[1, 0].item() == 100
+    c = x.clone()
+    c[0, 0] = -1
+    assert x[0, 0].item() == 0
+    with pytest.raises(RuntimeError, match="view"):
+        t.view(6)
+    assert t.reshape(6).tolist() == [0, 3, 100, 4, 2, 5]
+
+
+def test_setitem_forms():
+    x = ta.zeros(3, 4)
+    x[1] = 1.0
+    x[:, 0] = ta.tensor([5.0, 6.0, 7.0])
+    x[x > 6] = -1.0
+    x[ta.tensor([2, 2]), ta.tensor([3, 1])] = 9.0
+    assert x.tolist() == [[5, 0, 0, 0], [6, 1, 1, 1], [-1, 9, 0, 9]]
+    v = ta.zeros(4, 4).T[1:3]  # writes through a strided view reach the base
+    v[:] = 2.0
+    assert v.tolist() == [[2.0] * 4] * 2
+
+
+def test_inplace_ops():
+    x = ta.ones(3)
+    x.add_(2).mul_(ta.tensor([1.0, 2.0, 3.0]))
+    assert x.tolist() == [3.0, 6.0, 9.0]
+    x.zero_()
+    assert x.tolist() == [0.0] * 3
+    x.fill_(1.5)
+    x.clamp_(max=1.0)
+    assert x.tolist() == [1.0] * 3
+    x.copy_(ta.tensor([4.0]))
+    assert x.tolist() == [4.0] * 3
+
+
+def test_repr_looks_like_pytorch():
+    assert repr(ta.tensor([1.0, 2.0])) == "tensor([1., 2.])"
+    assert repr(ta.tensor([[0.5, 1.25]], requires_grad=True)) == \
+        "tensor([[0.5000, 1.2500]], requires_grad=True)"
+    assert repr(ta.tensor([1, 2])) == "tensor([1, 2])"
+    assert repr(ta.tensor([1.0], dtype=ta.float64)) == "tensor([1.], dtype=tinyattn.float64)"
+    assert repr(ta.tensor(True)) == "tensor(True)"
+    assert repr(ta.zeros(2, 2)) == "tensor([[0., 0.],\n        [0., 0.]])"
+    big = repr(ta.zeros(100, 100))
+    assert "..." in big and big.count("\n") < 10
+    assert "nan" in repr(ta.tensor([math.nan, 1.5]))
+
+
+def test_stable_functions_on_huge_logits():
+    x = ta.tensor([[1e4, 0.0, -1e4], [-1e4, -1e4, -1e4]], requires_grad=True)
+    for y in (x.softmax(-1), ta.log_softmax(x, -1), x.sigmoid()):
+        assert all(math.isfinite(v) for v in y.tolist_flat())
+    assert_close(x.softmax(-1), [[1, 0, 0], [1 / 3, 1 / 3, 1 / 3]])
+    assert_close(ta.log_softmax(x, -1)[0], [0.0, -1e4, -2e4])
+    assert_close(x.sigmoid()[0], [1.0, 0.5, 0.0])
+    (ta.log_softmax(x, -1)[:, 0].sum() + x.sigmoid().sum()).backward()
+    assert all(math.isfinite(v) for v in x.grad.tolist_flat())
+
+
+def test_softmax_of_fully_masked_row_is_zero_with_finite_gradient():
+    x = ta.tensor([[-math.inf, -math.inf], [0.0, -math.inf]], requires_grad=True)
+    y = x.softmax(-1)
+    assert y.tolist() == [[0.0, 0.0], [1.0, 0.0]]
+    (y * ta.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+    assert all(math.isfinite(v) for v in x.grad.tolist_flat())
