@@ -122,13 +122,16 @@ def terminal_heatmap(weights, x_labels=None, y_labels=None, title=None, *, color
         lines.append(label.rjust(indent - 1) + " " + body)
     # the scale: what the lightest and darkest cell mean
     if mode is None:
-        scale = f"'{RAMP}'"
+        scale, scale_len = f"'{RAMP}'", len(RAMP) + 2
     else:
         scale = "".join(_background(cmap(k / 15), mode) + " " for k in range(16)) + _RESET
-    lines.append(f"{' ' * indent}{format_value(lo)} {scale} {format_value(hi)}")
+        scale_len = 16
+    ends = f"{format_value(lo)} ", f" {format_value(hi)}"
+    fits = indent + len(ends[0]) + scale_len + len(ends[1]) <= width
+    lines.append((" " * indent if fits else "") + ends[0] + scale + ends[1])
     if shown < n_cols:
-        lines.append(f"{' ' * indent}(columns {shown}..{n_cols - 1} cut: {n_cols} do not fit in "
-                     f"{width} characters)")
+        note = f"({n_cols - shown} of {n_cols} columns cut to fit {width} characters)"
+        lines.append(note[:width])
     return "\n".join(lines)
 
 

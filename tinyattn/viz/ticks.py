@@ -7,15 +7,12 @@ import math
 
 
 def nice_step(span, n=5):
-    """The smallest 1-2-5 step that covers `span` in at most about `n` steps."""
+    """The 1-2-5 step closest to span / n (closest by ratio: 1.2 -> 1, 1.6 -> 2)."""
     if span <= 0 or not math.isfinite(span):
         return 1.0
     raw = span / n
     power = 10.0 ** math.floor(math.log10(raw))
-    for m in (1, 2, 5, 10):
-        if m * power >= raw * (1 - 1e-9):
-            return m * power
-    return 10 * power
+    return min((m * power for m in (1, 2, 5, 10)), key=lambda step: abs(math.log(step / raw)))
 
 
 def nice_ticks(lo, hi, n=5):
