@@ -141,7 +141,9 @@ def test_heatmap_string_labels_give_one_per_character_and_axis_names():
 
 def test_heatmap_values_printed_when_small_only():
     root = parse(viz.heatmap([[0.25, 0.75], [1.0, 0.0]]))
-    assert texts(group(root, "cells")[0]) == ["0.25", "0.75", "1.00", "0"]
+    assert texts(group(root, "cells")[0]) == ["0.25", "0.75", "1.00", "0.00"]
+    ints = parse(viz.heatmap([[-20.0, 3.0], [0.0, 128.0]]))
+    assert texts(group(ints, "cells")[0]) == ["-20", "3", "0", "128"]
     big = parse(viz.heatmap([[float(i * j) for j in range(30)] for i in range(30)]))
     assert texts(group(big, "cells")[0]) == []
     forced = parse(viz.heatmap([[0.25, 0.75]], show_values=True, fmt=".1f"))
@@ -168,17 +170,34 @@ def test_heatmap_signed_data_gets_a_symmetric_diverging_scale():
     assert min(rgb) > 235                               # zero is (nearly) white
 
 
-def test_heatmap_64x64_thins_labels_and_fits():
+def label_positions(root, cls, coord):
+    return [(float(t.get(coord)), float(t.get("font-size")))
+            for t in group(root, cls)[0].iter(NS + "text")]
+
+
+def test_heatmap_64x64_labels_do_not_overlap_and_fit():
     pe = [[math.sin(p / 10000 ** (d / 64)) for d in range(64)] for p in range(64)]
     root = parse(viz.heatmap(pe, x_name="dimension", y_name="position"))
     assert len(cell_rects(root)) == 64 * 64
-    xs = texts(group(root, "x-labels")[0])
-    ys = texts(group(root, "y-labels")[0])
-    assert 4 <= len(xs) < 64 and 4 <= len(ys) < 64
-    assert xs[0] == "0" and ys[0] == "0"
+    for cls, coord in (("x-labels", "x"), ("y-labels", "y")):
+        pos = label_positions(root, cls, coord)
+        assert len(pos) >= 16 and pos[0][1] >= 8              # many labels, readable size
+        assert all(b[0] - a[0] >= a[1] for a, b in zip(pos, pos[1:]))  # a line apart at least
+    assert texts(group(root, "x-labels")[0])[:2] == ["0", "1"]
     assert_inside(root)
     w, h = size(root)
-    assert w < 800 and h < 800
+    assert w < 900 and h < 900
+
+
+def test_heatmap_long_axis_shows_every_kth_label():
+    rows = [[float(i * j) for j in range(16)] for i in range(128)]
+    root = parse(viz.heatmap(rows))
+    ys = texts(group(root, "y-labels")[0])
+    k = int(ys[1])
+    assert k in (2, 4, 5) and ys == [str(i) for i in range(0, 128, k)]
+    pos = label_positions(root, "y-labels", "y")
+    assert all(b[0] - a[0] >= a[1] for a, b in zip(pos, pos[1:]))
+    assert_inside(root)
 
 
 def test_heatmap_non_square_and_long_rotated_labels_fit():

@@ -51,8 +51,9 @@ class _Axis:
         return [(i, s) for i, s in enumerate(self.labels) if i % self.step == 0]
 
 
-def _cell_size(rows, cols, budget=480.0, smallest=8.0, largest=44.0):
-    return max(smallest, min(largest, budget / max(rows, cols)))
+def _cell_size(rows, cols, width=800.0, height=640.0, smallest=8.0, largest=44.0):
+    """Square cells that fit the grid in width x height px, within [smallest, largest]."""
+    return max(smallest, min(largest, width / cols, height / rows))
 
 
 def _value_font(cell):
@@ -60,16 +61,16 @@ def _value_font(cell):
 
 
 def _auto_show_values(rows, cell, fmt):
-    if cell < 20:
+    if cell < 28:  # beyond about 22 x 22 cells, hundreds of numbers are noise: hover instead
         return False
     size = _value_font(cell)
     widest = max(text_width(fmt(v), size) for row in rows for v in row)
     return widest <= cell - 4
 
 
-def _formatter(fmt):
+def _formatter(fmt, rows):
     if fmt is None:
-        return ticks.format_value
+        return ticks.value_formatter([v for row in rows for v in row])
     return lambda v: format(v, fmt)
 
 
@@ -174,7 +175,7 @@ def heatmap(weights, x_labels=None, y_labels=None, title=None, path=None, *, x_n
         t -> (r, g, b), or "auto": diverging when the data has both signs, sequential otherwise.
     vmin / vmax: the colour scale's ends (default: the data's range; symmetric when diverging).
     show_values: print values in cells (default: when they fit); fmt: a format spec such as ".2f".
-    cell: the cell size in px (default: fits the map in about 480 px, between 8 and 44 px)."""
+    cell: the cell size in px (default: the map fits in 800 x 640 px, cells between 8 and 44 px)."""
     who = "heatmap"
     rows = as_matrix(who, weights)
     n_rows, n_cols = len(rows), len(rows[0])
@@ -183,7 +184,7 @@ def heatmap(weights, x_labels=None, y_labels=None, title=None, path=None, *, x_n
     cmap, diverging = _pick_colormap(cmap, rows)
     lo, hi = value_range(who, rows, vmin, vmax, diverging)
     c = float(cell) if cell else _cell_size(n_rows, n_cols)
-    fmt = _formatter(fmt)
+    fmt = _formatter(fmt, rows)
     if show_values is None:
         show_values = _auto_show_values(rows, c, fmt)
 
@@ -193,7 +194,7 @@ def heatmap(weights, x_labels=None, y_labels=None, title=None, path=None, *, x_n
     pad = 10
     top = pad + (26 if title else 4)
     left = pad + (name_size + 8 if y_name else 0) + ya.extent + 6
-    bar_h = max(grid_h, 120.0) if colorbar else 0
+    bar_h = max(grid_h, 100.0) if colorbar else 0
     bar_w = _colorbar_width(lo, hi, bar_h) if colorbar else 0
     bar_x = left + grid_w + 16
     # a long title must fit too
@@ -280,8 +281,9 @@ def heatmap_grid(grid, row_titles=None, col_titles=None, x_labels=None, y_labels
     lo, hi = value_range(who, all_rows, vmin, vmax, diverging)
     # each panel gets about 200 px, less when there are many columns of panels
     budget = min(200.0, 880.0 / n_grid_cols)
-    c = float(cell) if cell else _cell_size(n_rows, n_cols, budget, smallest=3.0, largest=30.0)
-    fmt = _formatter(fmt)
+    c = float(cell) if cell else _cell_size(n_rows, n_cols, budget, budget, smallest=3.0,
+                                            largest=30.0)
+    fmt = _formatter(fmt, all_rows)
 
     xa, ya = _Axis(xl, c, along_x=True), _Axis(yl, c, along_x=False)
     pw, ph = n_cols * c, n_rows * c

@@ -22,6 +22,8 @@ def nice_ticks(lo, hi, n=5):
     step = nice_step(hi - lo, n)
     first = math.ceil(lo / step - 1e-9)
     last = math.floor(hi / step + 1e-9)
+    if last - first < 1 and hi > lo and n < 1000:  # a lone tick shows no scale: finer steps
+        return nice_ticks(lo, hi, 2 * n)
     # round away binary noise (0.30000000000000004) so labels and comparisons stay clean
     digits = max(0, -math.floor(math.log10(step)) + 1)
     return [round(k * step, digits) for k in range(first, last + 1)]
@@ -98,3 +100,20 @@ def format_value(v, digits=2):
     if a >= 10:
         return f"{v:.1f}" if digits > 1 else f"{v:.0f}"
     return f"{v:.{digits}f}"
+
+
+def value_formatter(values):
+    """One format for every cell of a map, so that a column of numbers lines up: all integers
+    -> '12'; otherwise 2 decimals below 10, 1 below 100, none above; tiny or huge -> '3.1e-05'."""
+    finite = [abs(v) for v in values if math.isfinite(v)]
+    big = max(finite, default=0.0)
+    if all(v == int(v) for v in finite) and big < 1e5:
+        spec = ".0f"
+    elif big >= 1e4 or big < 1e-2:
+        spec = ".1e"
+    else:
+        spec = ".2f" if big < 10 else ".1f" if big < 100 else ".0f"
+
+    def fmt(v):
+        return format(v, spec) if math.isfinite(v) else format_value(v)
+    return fmt
