@@ -361,6 +361,13 @@ def test_colormaps_are_perceptually_ordered():
         colors.get_colormap("jet")
 
 
+def test_sequential_map_lightness_is_linear_in_oklab():
+    seq = colors.get_colormap("sequential")
+    for k in range(11):
+        L = colors.to_oklab(seq(k / 10))[0]
+        assert L == pytest.approx(0.27 + 0.65 * k / 10, abs=0.01)  # only chroma is ever clipped
+
+
 def test_ansi256_maps_pure_colours_exactly():
     assert colors.ansi256((255, 0, 0)) == 196
     assert colors.ansi256((0, 0, 0)) == 16
@@ -419,6 +426,12 @@ def test_terminal_width_limit_and_vertical_labels():
     head = words.split("\n")[:5]
     assert [s[2] for s in head] == list("hello")
     assert [s[4] for s in head[:3]] == ["a", "\u2423", "b"]
+
+
+def test_terminal_two_digit_labels_are_not_run_together():
+    lines = viz.terminal_heatmap([[0.0] * 12], color=False, width=80).split("\n")
+    assert lines[0] == "  0 1 2 3 4 5 6 7 8 9 1 1 "   # '10' and '11' are written downwards
+    assert lines[1] == "                      0 1 "
 
 
 def test_print_heatmap_writes_to_file():

@@ -116,10 +116,7 @@ def hex_color(rgb):
 
 def luminance(rgb):
     """Relative luminance Y (0 black .. 1 white) of an sRGB colour."""
-    def lin(c):
-        c /= 255
-        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
-    r, g, b = (lin(c) for c in rgb)
+    r, g, b = (_linear(c) for c in rgb)
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 
@@ -129,23 +126,39 @@ def text_color_on(rgb):
     return "#000000" if luminance(rgb) > 0.18 else "#ffffff"
 
 
-def ansi256(rgb):
-    """The nearest of the xterm 256-colour palette's 6x6x6 cube and 24 greys: an index 16..255."""
+def _linear(c):
+    c /= 255
+    return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+
+def to_oklab(rgb):
+    """sRGB (0..255) -> OKLab (L, a, b): the inverse of the conversion above."""
+    r, g, b = (_linear(c) for c in rgb)
+    l = (0.4122214708 * r + 0.5363325363 * g + 0.0514459929 * b) ** (1 / 3)
+    m = (0.2119034982 * r + 0.6806995451 * g + 0.1073969566 * b) ** (1 / 3)
+    s = (0.0883024619 * r + 0.2817188376 * g + 0.6299787005 * b) ** (1 / 3)
+    return (0.2104542553 * l + 0.7936177850 * m - 0.0040720468 * s,
+            1.9779984951 * l - 2.4285922050 * m + 0.4505937099 * s,
+            0.0259040371 * l + 0.7827717662 * m - 0.8086757660 * s)
+
+
+def _xterm_palette():
+    """Indices 16..255 of the xterm palette: a 6x6x6 colour cube, then 24 greys."""
     levels = (0, 95, 135, 175, 215, 255)
+    cube = [(levels[i // 36], levels[i // 6 % 6], levels[i % 6]) for i in range(216)]
+    greys = [(8 + 10 * i,) * 3 for i in range(24)]
+    return [(16 + k, to_oklab(rgb)) for k, rgb in enumerate(cube + greys)]
 
-    def nearest_level(c):
-        return min(range(6), key=lambda i: abs(levels[i] - c))
 
-    r, g, b = (nearest_level(c) for c in rgb)
-    cube = (levels[r], levels[g], levels[b])
-    cube_index = 16 + 36 * r + 6 * g + b
-    grey_i = min(23, max(0, round((sum(rgb) / 3 - 8) / 10)))
-    grey = (8 + 10 * grey_i,) * 3
+_XTERM = []
 
-    def dist(c):
-        return sum((x - y) ** 2 for x, y in zip(c, rgb))
 
-    return cube_index if dist(cube) <= dist(grey) else 232 + grey_i
+def ansi256(rgb):
+    """The xterm 256-colour index (16..255) that looks closest to rgb (nearest in OKLab)."""
+    if not _XTERM:
+        _XTERM.extend(_xterm_palette())
+    target = to_oklab(rgb)
+    return min(_XTERM, key=lambda item: sum((x - y) ** 2 for x, y in zip(item[1], target)))[0]
 
 
 # Okabe & Ito's palette, chosen to stay distinct for the common kinds of colour blindness

@@ -61,8 +61,9 @@ def _short(label, limit):
 
 
 def _column_header(labels, cell_w, indent):
-    """One line when every label fits its cell, else labels written downwards, one char a line."""
-    if all(len(s) <= cell_w for s in labels):
+    """One line when labels are single characters with room to spare, else labels written
+    downwards, one character a line (side by side, '10' '11' would read as '1011')."""
+    if all(len(s) < cell_w or len(s) == 1 for s in labels):
         return [" " * indent + "".join(s.ljust(cell_w) for s in labels)]
     depth = max(len(s) for s in labels)
     lines = []
