@@ -301,6 +301,12 @@ def test_line_chart_ticks_are_1_2_5_steps():
     assert x == [5, 10, 15, 20, 25, 30, 35, 40]
 
 
+def test_line_chart_integer_x_gets_integer_ticks():
+    root = parse(viz.line_chart({"acc": [(1, 0.5), (2, 0.7), (3, 0.8)]}))
+    x = [t.text for t in root.iter(NS + "text") if t.get("class") == "x-tick"]
+    assert x == ["1", "2", "3"]
+
+
 def test_line_chart_log_y_ticks_and_positive_check():
     root = parse(viz.line_chart({"loss": [2.3, 0.9, 0.2, 0.03]}, log_y=True))
     y = [t.text for t in root.iter(NS + "text") if t.get("class") == "y-tick"]

@@ -27,7 +27,7 @@ The graph behind a value, micrograd style::
     viz.retain_grads(L)                  # before backward: keep intermediate grads for the picture
     L.backward()
     dot = viz.draw_graph(L, names={"a": a, "b": b, "L": L})   # DOT text; names=locals() works
-    viz.save_dot(dot, "graph.dot")       # and, with Graphviz installed: viz.render_dot(dot, "g.svg")
+    viz.save_dot(dot, "graph.dot")       # with Graphviz: viz.render_dot(dot, "graph.svg")
 
 Every SVG function returns the SVG text and writes it to `path` when one is given; open the file in
 a browser and hover over a cell or point to read its exact value.

@@ -53,7 +53,7 @@ def line_chart(series, title=None, x_label=None, y_label=None, path=None, *, log
     series: {name: points} or [(name, points)], points a list of y values (x = 0, 1, ...) or of
         (x, y) pairs; NaN / inf points leave a gap.
     log_y: a logarithmic y axis (loss curves); needs positive y values.
-    markers: draw a dot per point, with its (x, y) on hover (default: when a series has <= 40 points).
+    markers: a dot per point, its (x, y) shown on hover (default: series of <= 40 points).
     y_min / y_max: fix the y range (e.g. 0 and 1 for accuracy)."""
     data = _as_series(series)
     xs = [x for _, pts in data for x, y in pts if math.isfinite(x) and math.isfinite(y)]
@@ -72,6 +72,8 @@ def line_chart(series, title=None, x_label=None, y_label=None, path=None, *, log
     # ---- scales: data -> pixels
     x_lo, x_hi = ticks.nice_range(min(xs), max(xs), 6)
     x_ticks = ticks.nice_ticks(x_lo, x_hi, 6)
+    if all(x == int(x) for x in xs):  # epochs, lengths: no tick at 2.5
+        x_ticks = [t for t in x_ticks if t == int(t)]
     y_lo = y_min if y_min is not None else min(ys)
     y_hi = y_max if y_max is not None else max(ys)
     if log_y:

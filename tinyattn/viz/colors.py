@@ -10,7 +10,8 @@ A map whose L rises linearly reads as an honest ramp, even in greyscale and to c
 
     sequential (t in [0, 1]):  L = 0.27 + 0.65 t,  h turns from violet through blue and green to
                                yellow, as in matplotlib's viridis (computed here, not its table)
-    diverging  (t in [0, 1]):  L = 0.97 - 0.52 |2t - 1|, blue below the middle, red above, white at 0
+    diverging  (t in [0, 1]):  L = 0.97 - 0.52 |2t - 1|, blue below the middle, red above,
+                               white at the middle (the value 0)
 
 Colours a screen cannot show are brought inside sRGB by lowering C until they fit.
 """

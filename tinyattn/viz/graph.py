@@ -47,7 +47,8 @@ def _walk(root):
     """(tensors, functions, edges) reachable from root.
 
     tensors / functions map id(object) -> (DOT node id, object); DOT ids are numbered in the order
-    met (t0 is the root), so the same graph always gives the same text. edges: (from, to) DOT ids."""
+    met (t0 is the root), so the same graph always gives the same text.
+    edges: (from, to) pairs of DOT ids."""
     tensors = {id(root): ("t0", root)}
     functions = {}
     edges = []
@@ -171,7 +172,8 @@ def draw_graph(root, names=None, *, max_values=6, show_grad=True, rankdir="LR", 
             fields.append("data " + values)
         grad = getattr(t, "grad", None)
         if show_grad and grad is not None:
-            fields.append("grad " + (_values(grad, max_values) or "shape " + str(tuple(grad.shape))))
+            shown = _values(grad, max_values) or "shape " + str(tuple(grad.shape))
+            fields.append("grad " + shown)
         record = " | ".join(_record_escape(f) for f in fields)
         # a leaf that requires grad (a parameter) is filled: it is what training changes
         leaf_param = t.grad_fn is None and t.requires_grad

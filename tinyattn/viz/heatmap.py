@@ -12,7 +12,7 @@ import math
 
 from . import colors, ticks
 from ._inputs import as_labels, as_matrix, is_signed, value_range
-from .svg import Svg, escape, text_width, visible, write  # noqa: F401  (escape: re-exported)
+from .svg import Svg, text_width, visible, write
 
 MISSING = "#d4d4d4"  # the colour of NaN / inf cells
 _MAX_LABEL = 14      # longer labels are shortened with an ellipsis (the <title> keeps them whole)
@@ -253,9 +253,10 @@ def _is_map(x):
     """True for a 2-D tensor or a list of rows of numbers."""
     if hasattr(x, "shape"):
         return len(x.shape) == 2
-    return (isinstance(x, (list, tuple)) and bool(x) and isinstance(x[0], (list, tuple))
-            and bool(x[0]) and not isinstance(x[0][0], (list, tuple)) and not hasattr(x[0][0],
-                                                                                      "shape"))
+    if not (isinstance(x, (list, tuple)) and x and isinstance(x[0], (list, tuple)) and x[0]):
+        return False
+    first = x[0][0]
+    return not isinstance(first, (list, tuple)) and not hasattr(first, "shape")
 
 
 def heatmap_grid(grid, row_titles=None, col_titles=None, x_labels=None, y_labels=None, title=None,

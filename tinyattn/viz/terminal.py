@@ -4,9 +4,9 @@
 
 With colour each cell is two spaces on a coloured background (two, because a character cell is about
 twice as tall as it is wide). Colour is used only when the output is a terminal and the NO_COLOR
-environment variable (https://no-color.org) is unset or empty; otherwise, and with color=False, cells
-are characters of increasing ink, ' .:-=+*#%@' from the smallest value to the largest, so a log
-file or a copy-paste still shows the pattern.
+environment variable (https://no-color.org) is unset or empty; otherwise, and with color=False,
+cells are characters of increasing ink, ' .:-=+*#%@' from the smallest value to the largest, so a
+log file or a copy-paste still shows the pattern.
 """
 import math
 import os
