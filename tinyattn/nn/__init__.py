@@ -3,6 +3,7 @@ from . import functional, init
 from .activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .dropout import Dropout
 from .linear import Identity, Linear
+from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
 from .normalization import LayerNorm
 from .sparse import Embedding
