@@ -6,4 +6,5 @@ from .linear import Identity, Linear
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
 from .normalization import LayerNorm
+from .rnn import GRU, GRUCell
 from .sparse import Embedding
