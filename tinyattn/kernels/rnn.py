@@ -25,10 +25,17 @@ Backward, given dL/dh' = `total` (the upstream gradient plus what flows back fro
 
 and the caller adds dgh @ W_hh to dh (the path through the recurrent matmul).
 """
-import math
+from .elementwise import _exp, _sigmoid
+from .jit import inline, kernel
 
-from .elementwise import _sigmoid
-from .jit import kernel
+
+@inline
+def _tanh(x):
+    """tanh(x) = 1 - 2 / (exp(2x) + 1): one exp (~5 ns) instead of libm's tanh (~25 ns here).
+
+    exp(2x) = inf for large x gives 1, exp(2x) = 0 for very negative x gives -1: no NaN. Near 0 the
+    subtraction loses relative (not absolute) precision: the error stays below 1e-16."""
+    return 1.0 - 2.0 / (_exp(2.0 * x) + 1.0)
 
 
 @kernel
@@ -64,7 +71,7 @@ def gru_step_forward(gi, gi_off, gh, h, h_off, b_ih, b_hh, has_bias, lengths, ha
                 ghn += b_hh[2 * H + j]
             r = _sigmoid(a_r)
             z = _sigmoid(a_z)
-            n = math.tanh(a_n + r * ghn)
+            n = _tanh(a_n + r * ghn)
             out[po + j] = (1.0 - z) * n + z * h[ps + j]
             ws[pw + j] = r
             ws[pw + H + j] = z

@@ -7,4 +7,7 @@ from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
 from .normalization import LayerNorm
 from .rnn import GRU, GRUCell
+from .rnn_attention import AdditiveAttention, LuongAttention
+from .seq2seq import AttentionDecoder, Seq2Seq, Seq2SeqEncoder
+from . import utils
 from .sparse import Embedding

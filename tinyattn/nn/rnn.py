@@ -14,8 +14,8 @@ How it is made fast. An RNN at demo sizes is bound by per-op overhead, not arith
   - `GRU` runs the whole recurrence of a layer and direction as a single autograd node,
     `_GRUSequence`, whose backward is backpropagation through time written out as a loop:
     per step one fused kernel and one matmul, then dW_hh as *one* matmul over all steps.
-`GRUCell` (one step, used by decoders that need something between steps, like attention) is a
-node of its own, `_GRUCellStep`, over the same kernels.
+`GRUCell` (one step, used by decoders that need something between steps, like attention) is one
+node too, `_GRUCell`: its two matmuls and the fused kernel, and their gradients.
 
 Variable-length batches (beyond PyTorch, which uses packed sequences for this): `GRU.forward(...,
 lengths=)` takes a padded batch and the true length of each sequence. A sequence's state stops
@@ -121,19 +121,25 @@ class _GRUSequence(Function):
         return dgi, dh0, dw_hh, db_ih, db_hh, None, None
 
 
-class _GRUCellStep(Function):
-    """One GRU step as a graph node: gi = x W_ih^T (B, 3H), gh = h W_hh^T (B, 3H), h (B, H),
-    b_ih / b_hh (3H) or None -> h' (B, H). Backward: the kernel's dgi, dgh, the direct dh, and the
-    bias gradients as row sums of dgi and dgh."""
+class _GRUCell(Function):
+    """One GRU step as one graph node: x (B, I), h (B, H), w_ih (3H, I), w_hh (3H, H), b_ih / b_hh
+    (3H) or None -> h' (B, H).
+
+    forward:  gi = x W_ih^T, gh = h W_hh^T (two matmuls), then the fused kernel.
+    backward: the kernel gives dgi, dgh (B, 3H) and the direct dh = dh' * z; then
+              dx = dgi W_ih,  dh += dgh W_hh,  dW_ih = dgi^T x,  dW_hh = dgh^T h,
+              db_ih = sum_b dgi,  db_hh = sum_b dgh."""
 
     op_name = "GRUCell"
 
     @staticmethod
-    def forward(ctx, gi, gh, h, b_ih, b_hh):
-        B, H3 = gi.shape
-        H = H3 // 3
-        dt = gi.dtype
-        gi, gh, h = _f._packed(gi), _f._packed(gh), _f._packed(h)
+    def forward(ctx, x, h, w_ih, w_hh, b_ih, b_hh):
+        B, H = h.shape
+        dt = x.dtype
+        with no_grad():
+            gi = _f.matmul(x, _f.transpose(w_ih, 0, 1))  # (B, 3H)
+            gh = _f.matmul(h, _f.transpose(w_hh, 0, 1))  # (B, 3H)
+        h = _f._packed(h.detach())
         bi, bh, has_bias = _bias_buffers(b_ih, b_hh, dt)
         out = _empty((B, H), dt)
         ws = _empty((B, 4 * H), dt)
@@ -145,27 +151,33 @@ class _GRUCellStep(Function):
 
     @staticmethod
     def backward(ctx, g):
-        gi, gh, h, b_ih, b_hh = ctx.inputs
-        B, H3 = gi.shape
-        H = H3 // 3
-        dt = gi.dtype
+        x, _, w_ih, w_hh, b_ih, b_hh = ctx.inputs
+        need_x, need_h, need_wih, need_whh = ctx.needs_input_grad[:4]
+        h = ctx.h
+        B, H = h.shape
+        dt = h.dtype
         g = _f._packed(g)
-        dgi = _empty((B, H3), dt)
-        dgh = _empty((B, H3), dt)
+        dgi = _empty((B, 3 * H), dt)
+        dgh = _empty((B, 3 * H), dt)
         dh = _empty((B, H), dt)
-        KR.gru_step_backward(g._data, 0, True, dh._data, dh._data, False, ctx.h._data, 0,
+        KR.gru_step_backward(g._data, 0, True, dh._data, dh._data, False, h._data, 0,
                              ctx.ws._data, 0, array("q", [0]), False, 0, dgi._data, 0, dgh._data,
                              0, B, H)
+        dx = _f.matmul(dgi, w_ih.detach()) if need_x else None
+        dh = _f.add(dh, _f.matmul(dgh, w_hh.detach())) if need_h else None
+        dw_ih = _f.matmul(_f.transpose(dgi, 0, 1), x.detach()) if need_wih else None
+        dw_hh = _f.matmul(_f.transpose(dgh, 0, 1), h) if need_whh else None
         db_ih = _f.sum(dgi, 0) if b_ih is not None else None
         db_hh = _f.sum(dgh, 0) if b_hh is not None else None
-        return dgi, dgh, dh, db_ih, db_hh
+        return dx, dh, dw_ih, dw_hh, db_ih, db_hh
 
 
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
-    """h' = GRU step of input (B, I) from hx (B, H) with the given weights (see the module docstring)."""
-    gi = _f.matmul(input, _f.transpose(w_ih, 0, 1))
-    gh = _f.matmul(hx, _f.transpose(w_hh, 0, 1))
-    return _GRUCellStep.apply(gi, gh, hx, b_ih, b_hh)
+    """h' = one GRU step of input (B, I) from hx (B, H) with the given weights (module docstring)."""
+    if input.dtype is not hx.dtype or w_ih.dtype is not input.dtype:
+        raise TypeError(f"gru_cell: input, hx and weights must share a dtype, got {input.dtype}, "
+                        f"{hx.dtype} and {w_ih.dtype}")
+    return _GRUCell.apply(input, hx, w_ih, w_hh, b_ih, b_hh)
 
 
 def _gru_init(module, hidden_size):
