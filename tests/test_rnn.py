@@ -220,3 +220,16 @@ def test_gru_cell_matches_torch(bias):
     for name, p in ca.named_parameters():
         assert maxdiff(p.grad, tp[name].grad) < 1e-6, name
     assert maxdiff(ca(xa), c(x).detach()) < 1e-6  # hx=None means zeros
+
+
+def test_dropout_between_layers_only_in_training():
+    ta.manual_seed(4)
+    g = nn.GRU(3, 4, num_layers=2, dropout=0.5)
+    x = ta.randn(5, 2, 3)
+    g.eval()
+    a, b = g(x)[0].reshape(-1).tolist(), g(x)[0].reshape(-1).tolist()
+    assert a == b
+    g.train()
+    assert g(x)[0].reshape(-1).tolist() != a
+    one = nn.GRU(3, 4, num_layers=1, dropout=0.5)  # no layer after the last: no dropout at all
+    assert one(x)[0].reshape(-1).tolist() == one(x)[0].reshape(-1).tolist()
