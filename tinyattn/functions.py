@@ -749,6 +749,13 @@ def _sum_kernel(x, O, R, I, shape):
     out = _empty(shape, x.dtype)
     if R == 0:
         return out
+    if not x.dtype.is_floating_point:
+        # The kernel accumulates in float64; interpreted (NUMBA_DISABLE_JIT=1) Python cannot store
+        # that float into an int64 buffer, so integers are summed into float64 and converted back
+        # (exact below 2**53).
+        acc = _empty(shape, _float64)
+        KR.sum_ori(x._data, acc._data, O, R, I)
+        return _copy(acc, x.dtype)
     KR.sum_ori(x._data, out._data, O, R, I)
     return out
 

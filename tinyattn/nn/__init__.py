@@ -3,6 +3,11 @@ from . import functional, init
 from .activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .dropout import Dropout
 from .linear import Identity, Linear
+from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
 from .normalization import LayerNorm
+from .rnn import GRU, GRUCell
+from .rnn_attention import AdditiveAttention, LuongAttention
+from .seq2seq import AttentionDecoder, Seq2Seq, Seq2SeqEncoder
+from . import utils
 from .sparse import Embedding

@@ -94,3 +94,7 @@ def embedding(input, weight, padding_idx=None):  # noqa: A002
     # Unlike x[idx], a negative token id is an error here (as in PyTorch), not "count from the end".
     rows = _f._checked_index("embedding", input, num, 0, allow_negative=False)
     return _Embedding.apply(weight, rows, tuple(input.shape) + (weight.shape[1],), padding_idx)
+
+
+from ._loss_functional import (binary_cross_entropy_with_logits, cross_entropy,  # noqa: E402,F401
+                               mse_loss, nll_loss)

@@ -1,0 +1,235 @@
+"""GRUCell and GRU: gradcheck in float64, parity with torch.nn.GRU / GRUCell, the lengths= extension."""
+import math
+
+import pytest
+
+import tinyattn as ta
+import tinyattn.nn as nn
+from tinyattn.autograd import gradcheck
+
+
+def maxdiff(a, b):
+    fa, fb = a.reshape(-1).tolist(), b.reshape(-1).tolist()
+    assert len(fa) == len(fb)
+    return max((abs(x - y) for x, y in zip(fa, fb)), default=0.0)
+
+
+# ----------------------------------------------------------------------------- structure
+
+
+def test_parameter_names_shapes_and_init():
+    g = nn.GRU(5, 4, num_layers=2, bidirectional=True)
+    shapes = {k: tuple(v.shape) for k, v in g.state_dict().items()}
+    assert shapes == {
+        "weight_ih_l0": (12, 5), "weight_hh_l0": (12, 4), "bias_ih_l0": (12,), "bias_hh_l0": (12,),
+        "weight_ih_l0_reverse": (12, 5), "weight_hh_l0_reverse": (12, 4),
+        "bias_ih_l0_reverse": (12,), "bias_hh_l0_reverse": (12,),
+        "weight_ih_l1": (12, 8), "weight_hh_l1": (12, 4), "bias_ih_l1": (12,), "bias_hh_l1": (12,),
+        "weight_ih_l1_reverse": (12, 8), "weight_hh_l1_reverse": (12, 4),
+        "bias_ih_l1_reverse": (12,), "bias_hh_l1_reverse": (12,)}
+    bound = 1 / math.sqrt(4)
+    values = [v for p in g.parameters() for v in p.reshape(-1).tolist()]
+    assert all(-bound <= v <= bound for v in values)
+    assert max(values) > 0.4 and min(values) < -0.4  # spread over the whole range
+    cell = nn.GRUCell(3, 2, bias=False)
+    assert {k: tuple(v.shape) for k, v in cell.state_dict().items()} == {
+        "weight_ih": (6, 3), "weight_hh": (6, 2)}
+
+
+def test_gru_cell_hand_computed():
+    # H = 1, I = 1, all weights 1 except chosen biases: r = z = sigmoid(2), n = tanh(1 + r*1)
+    cell = nn.GRUCell(1, 1).double()
+    with ta.no_grad():
+        for p in cell.parameters():
+            p.fill_(1.0)
+        cell.bias_ih.fill_(0.0)
+        cell.bias_hh.fill_(0.0)
+    h = cell(ta.tensor([[1.0]], dtype="float64"), ta.tensor([[1.0]], dtype="float64"))
+    s = 1 / (1 + math.exp(-2.0))
+    n = math.tanh(1.0 + s * 1.0)
+    assert abs(h.item() - ((1 - s) * n + s * 1.0)) < 1e-12
+
+
+def test_shapes_unbatched_and_errors():
+    g = nn.GRU(3, 4, bidirectional=True)
+    out, h = g(ta.randn(7, 3))
+    assert out.shape == (7, 8) and h.shape == (2, 4)
+    out, h = nn.GRU(3, 4, batch_first=True, num_layers=2)(ta.randn(2, 7, 3))
+    assert out.shape == (2, 7, 4) and h.shape == (2, 2, 4) and out.is_contiguous()
+    assert nn.GRUCell(3, 4)(ta.randn(3)).shape == (4,)
+    with pytest.raises(ValueError, match="input_size=3"):
+        g(ta.randn(7, 2, 5))
+    with pytest.raises(ValueError, match=r"hx must have shape \(2, 2, 4\)"):
+        g(ta.randn(7, 2, 3), ta.zeros(1, 2, 4))
+    with pytest.raises(ValueError, match=r"length must be an int in \[0, 7\]"):
+        g(ta.randn(7, 2, 3), lengths=[3, 8])
+    with pytest.raises(ValueError, match="one length per sequence"):
+        g(ta.randn(7, 2, 3), lengths=[3])
+    with pytest.raises(ValueError, match="input_size=3"):
+        nn.GRUCell(3, 4)(ta.randn(2, 4))
+
+
+# ----------------------------------------------------------------------------- gradcheck
+
+
+def test_gradcheck_gru_cell():
+    ta.manual_seed(0)
+    cell = nn.GRUCell(3, 2).double()
+    x = ta.randn(2, 3, dtype="float64", requires_grad=True)
+    h = ta.randn(2, 2, dtype="float64", requires_grad=True)
+    params = list(cell.parameters())
+    assert gradcheck(lambda x, h, *ps: cell(x, h), (x, h, *params))
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(bidirectional=True, num_layers=2),
+                                dict(bias=False, batch_first=True)])
+def test_gradcheck_gru(kw):
+    ta.manual_seed(1)
+    g = nn.GRU(2, 3, **kw).double()
+    D = 2 if kw.get("bidirectional") else 1
+    L = kw.get("num_layers", 1)
+    x = ta.randn(2, 4, 2, dtype="float64", requires_grad=True)  # (T, B) or (B, T) = (2, 4)
+    B = 2 if kw.get("batch_first") else 4
+    h0 = ta.randn(L * D, B, 3, dtype="float64", requires_grad=True)
+    params = list(g.parameters())
+    assert gradcheck(lambda x, h0, *ps: g(x, h0), (x, h0, *params))
+
+
+def test_gradcheck_gru_with_lengths():
+    ta.manual_seed(2)
+    g = nn.GRU(2, 3, bidirectional=True).double()
+    x = ta.randn(5, 3, 2, dtype="float64", requires_grad=True)
+    h0 = ta.randn(2, 3, 3, dtype="float64", requires_grad=True)
+    params = list(g.parameters())
+    assert gradcheck(lambda x, h0, *ps: g(x, h0, lengths=[5, 2, 0]), (x, h0, *params))
+
+
+def test_long_sequence_backward_no_recursion_error():
+    g = nn.GRU(2, 3)
+    out, h = g(ta.randn(2000, 1, 2))
+    h.sum().backward()
+    assert all(math.isfinite(v) for v in g.weight_hh_l0.grad.reshape(-1).tolist())
+
+
+# ----------------------------------------------------------------------------- lengths=
+
+
+@pytest.mark.parametrize("layers,bidirectional", [(1, True), (2, True), (2, False)])
+def test_lengths_equal_running_each_sequence_alone(layers, bidirectional):
+    ta.manual_seed(3)
+    g = nn.GRU(3, 4, num_layers=layers, bidirectional=bidirectional, batch_first=True).double()
+    D = 2 if bidirectional else 1
+    lengths = [6, 2, 4, 1]
+    x = ta.randn(4, 6, 3, dtype="float64", requires_grad=True)
+    h0 = ta.randn(layers * D, 4, 4, dtype="float64", requires_grad=True)
+    out, h_n = g(x, h0, lengths=lengths)
+    w = ta.randn(*out.shape, dtype="float64")
+    ((out * w).sum() + (h_n * h_n).sum()).backward()
+    for b, n in enumerate(lengths):
+        xb = x.detach()[b:b + 1, :n].clone().requires_grad_()
+        hb = h0.detach()[:, b:b + 1].clone().requires_grad_()
+        ob, hnb = g(xb, hb)
+        assert maxdiff(out[b:b + 1, :n], ob) < 1e-12
+        assert maxdiff(h_n[:, b:b + 1], hnb) < 1e-12
+        assert all(v == 0.0 for v in out[b, n:].reshape(-1).tolist())  # zero past the length
+        ((ob * w[b:b + 1, :n]).sum() + (hnb * hnb).sum()).backward()
+        assert maxdiff(x.grad[b:b + 1, :n], xb.grad) < 1e-12
+        assert all(v == 0.0 for v in x.grad[b, n:].reshape(-1).tolist())  # padding gets no grad
+        assert maxdiff(h0.grad[:, b:b + 1], hb.grad) < 1e-12
+
+
+def test_lengths_zero_keeps_initial_state():
+    g = nn.GRU(2, 3, bidirectional=True)
+    h0 = ta.randn(2, 2, 3)
+    out, h_n = g(ta.randn(4, 2, 2), h0, lengths=ta.tensor([0, 4]))
+    assert maxdiff(h_n[:, 0], h0[:, 0]) == 0.0
+    assert all(v == 0.0 for v in out[:, 0].reshape(-1).tolist())
+
+
+# ----------------------------------------------------------------------------- PyTorch parity
+
+
+def _to_ta(t, grad=False):
+    return ta.tensor(t.tolist(), requires_grad=grad)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(num_layers=2), dict(bidirectional=True),
+                                dict(num_layers=2, bidirectional=True, batch_first=True),
+                                dict(bias=False), dict(batch_first=True)])
+@pytest.mark.parametrize("with_hx", [False, True])
+def test_gru_matches_torch(kw, with_hx):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    tg = torch.nn.GRU(5, 4, **kw)
+    g = nn.GRU(5, 4, **kw)
+    g.load_state_dict(tg.state_dict())
+    T, B = 6, 3
+    x = torch.randn(B, T, 5) if kw.get("batch_first") else torch.randn(T, B, 5)
+    D = 2 if kw.get("bidirectional") else 1
+    h0 = torch.randn(kw.get("num_layers", 1) * D, B, 4)
+    xt = x.clone().requires_grad_()
+    ht = h0.clone().requires_grad_()
+    o, hn = tg(xt, ht if with_hx else None)
+    (((o + 1) ** 2).mean() + (hn ** 3).sum()).backward()
+    xa, ha = _to_ta(x, True), _to_ta(h0, True)
+    oa, hna = g(xa, ha if with_hx else None)
+    (((oa + 1) ** 2).mean() + (hna ** 3).sum()).backward()
+    assert maxdiff(oa, o.detach()) < 1e-5
+    assert maxdiff(hna, hn.detach()) < 1e-5
+    assert maxdiff(xa.grad, xt.grad) < 1e-5
+    if with_hx:
+        assert maxdiff(ha.grad, ht.grad) < 1e-5
+    tp = dict(tg.named_parameters())
+    for name, p in g.named_parameters():
+        assert maxdiff(p.grad, tp[name].grad) < 1e-5, name
+
+
+def test_gru_lengths_match_torch_packed_sequences():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(1)
+    tg = torch.nn.GRU(3, 4, bidirectional=True, batch_first=True)
+    g = nn.GRU(3, 4, bidirectional=True, batch_first=True)
+    g.load_state_dict(tg.state_dict())
+    lengths = [5, 3, 1]
+    x = torch.randn(3, 5, 3)
+    packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True)
+    po, hn = tg(packed)
+    o, _ = torch.nn.utils.rnn.pad_packed_sequence(po, batch_first=True)
+    oa, hna = g(_to_ta(x), lengths=lengths)
+    assert maxdiff(oa, o.detach()) < 1e-5
+    assert maxdiff(hna, hn.detach()) < 1e-5
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_gru_cell_matches_torch(bias):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    c = torch.nn.GRUCell(5, 4, bias=bias)
+    ca = nn.GRUCell(5, 4, bias=bias)
+    ca.load_state_dict(c.state_dict())
+    x, h = torch.randn(3, 5), torch.randn(3, 4)
+    xt, ht = x.clone().requires_grad_(), h.clone().requires_grad_()
+    ((c(xt, ht) + 1) ** 2).mean().backward()
+    xa, ha = _to_ta(x, True), _to_ta(h, True)
+    oa = ca(xa, ha)
+    ((oa + 1) ** 2).mean().backward()
+    assert maxdiff(oa, c(x, h).detach()) < 1e-6
+    assert maxdiff(xa.grad, xt.grad) < 1e-6
+    assert maxdiff(ha.grad, ht.grad) < 1e-6
+    tp = dict(c.named_parameters())
+    for name, p in ca.named_parameters():
+        assert maxdiff(p.grad, tp[name].grad) < 1e-6, name
+    assert maxdiff(ca(xa), c(x).detach()) < 1e-6  # hx=None means zeros
+
+
+def test_dropout_between_layers_only_in_training():
+    ta.manual_seed(4)
+    g = nn.GRU(3, 4, num_layers=2, dropout=0.5)
+    x = ta.randn(5, 2, 3)
+    g.eval()
+    a, b = g(x)[0].reshape(-1).tolist(), g(x)[0].reshape(-1).tolist()
+    assert a == b
+    g.train()
+    assert g(x)[0].reshape(-1).tolist() != a
+    one = nn.GRU(3, 4, num_layers=1, dropout=0.5)  # no layer after the last: no dropout at all
+    assert one(x)[0].reshape(-1).tolist() == one(x)[0].reshape(-1).tolist()

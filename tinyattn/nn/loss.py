@@ -1,0 +1,62 @@
+"""Loss modules: thin wrappers that remember their options and call nn.functional."""
+from . import functional as F
+from .module import Module
+
+
+class _Loss(Module):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        if reduction not in ("mean", "sum", "none"):
+            raise ValueError(f"{type(self).__name__}: reduction must be 'mean', 'sum' or 'none', "
+                             f"got {reduction!r}")
+        self.reduction = reduction
+
+
+class CrossEntropyLoss(_Loss):
+    """F.cross_entropy(input, target): logits (N, C) or (N, C, d1, ...) against class indices
+    (N,) / (N, d1, ...) or class probabilities. `weight` (C,) is kept as a buffer, as in PyTorch."""
+
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input, target):  # noqa: A002
+        return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
+
+
+class NLLLoss(_Loss):
+    """F.nll_loss(input, target) for log-probabilities input (the output of LogSoftmax)."""
+
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean"):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+        self.ignore_index = ignore_index
+
+    def forward(self, input, target):  # noqa: A002
+        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
+
+
+class MSELoss(_Loss):
+    """F.mse_loss(input, target): (input - target)^2, reduced."""
+
+    def forward(self, input, target):  # noqa: A002
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """F.binary_cross_entropy_with_logits(input, target): sigmoid and binary cross-entropy in one
+    stable formula. `weight` and `pos_weight` are kept as buffers."""
+
+    def __init__(self, weight=None, reduction="mean", pos_weight=None):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+
+    def forward(self, input, target):  # noqa: A002
+        return F.binary_cross_entropy_with_logits(input, target, weight=self.weight,
+                                                  reduction=self.reduction,
+                                                  pos_weight=self.pos_weight)
