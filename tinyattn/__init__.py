@@ -22,3 +22,4 @@ from .functions import (abs, add, all, amax, amin, any, argmax, argmin, bmm, cat
 
 __version__ = "0.1.0"
 from . import nn
+from . import optim
