@@ -148,6 +148,14 @@ def test_beta1_zero_keeps_m_equal_to_g():
         assert opt.state[p]["exp_avg"].tolist() == g
 
 
+def test_zero_eps_and_zero_gradient_give_nan_like_pytorch():
+    # denominator sqrt(0) + 0 = 0 and numerator 0: 0/0 = NaN (IEEE, also when interpreted)
+    p = leaf([1.0])
+    set_grad(p, [0.0])
+    Adam([p], lr=0.1, eps=0.0).step()
+    assert math.isnan(p.item())
+
+
 def test_parameters_without_grad_are_skipped():
     a, b = leaf([1.0]), leaf([2.0])
     set_grad(a, [1.0])

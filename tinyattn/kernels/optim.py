@@ -80,35 +80,57 @@ def adam_step(p, g, m, v, v_max, n, lr, beta1, beta2, eps, weight_decay, decoupl
     with step_size = lr / (1 - beta1^t) computed by the caller: together this is
     p - lr * m_hat / (sqrt(v_hat) + eps), m_hat = m / (1 - beta1^t), v_hat = v / (1 - beta2^t),
     except that eps is added to sqrt(v) / sqrt(1 - beta2^t), exactly where PyTorch adds it."""
+    sign = -1.0 if maximize else 1.0
+    decay = 1.0 - lr * weight_decay if decoupled else 1.0
+    l2 = 0.0 if decoupled else weight_decay
+    # Two copies of the loop, one per amsgrad value: LLVM vectorises a loop after checking at
+    # run time that its buffers do not overlap, and without amsgrad the dummy v_max must not take
+    # part in that check (it made the loop 5-8x slower).
+    if amsgrad:
+        for i in range(n):
+            _adam_element(i, p, g, m, v, v_max, True, sign, decay, l2, beta1, beta2, eps,
+                          step_size, bias_correction2_sqrt)
+    else:
+        for i in range(n):
+            _adam_element(i, p, g, m, v, v, False, sign, decay, l2, beta1, beta2, eps,
+                          step_size, bias_correction2_sqrt)
+
+
+@inline
+def _adam_element(i, p, g, m, v, v_max, amsgrad, sign, decay, l2, beta1, beta2, eps, step_size,
+                  bias_correction2_sqrt):
+    """Element i of `adam_step`. Its branches only choose values and every store is
+    unconditional (except v_max's), which keeps the loop vectorisable."""
+    gi = sign * _f64(g[i])
+    pi = _f64(p[i])
+    if decay != 1.0:
+        pi = pi * decay
+    if l2 != 0.0:
+        gi = gi + l2 * pi
+    p[i] = pi  # AdamW: PyTorch stores the decayed p (p.mul_), then updates it
+    pi = _f64(p[i])
+
+    # m <- beta1 m + (1 - beta1) g, written as PyTorch's lerp(m, g, w = 1 - beta1): the form
+    # depends on w so that w = 1 (beta1 = 0) gives exactly m = g.
     w = 1.0 - beta1
-    for i in range(n):
-        gi = _f64(g[i])
-        if maximize:
-            gi = -gi
-        if weight_decay != 0.0:
-            if decoupled:
-                p[i] = _f64(p[i]) * (1.0 - lr * weight_decay)
-            else:
-                gi = gi + weight_decay * _f64(p[i])
+    mi = _f64(m[i])
+    if w < 0.5:
+        mi = mi + w * (gi - mi)
+    else:
+        mi = gi - (gi - mi) * (1.0 - w)
+    m[i] = mi
+    mi = _f64(m[i])
 
-        # m <- beta1 m + (1 - beta1) g, written as PyTorch's lerp(m, g, w = 1 - beta1): the
-        # form depends on w so that w = 1 (beta1 = 0) gives exactly m = g.
-        mi = _f64(m[i])
-        if w < 0.5:
-            m[i] = mi + w * (gi - mi)
-        else:
-            m[i] = gi - (gi - mi) * (1.0 - w)
-        mi = _f64(m[i])
+    v[i] = _f64(v[i]) * beta2  # PyTorch: v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+    v[i] = _f64(v[i]) + (1.0 - beta2) * gi * gi
+    vi = _f64(v[i])
 
-        v[i] = _f64(v[i]) * beta2  # PyTorch: v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
-        v[i] = _f64(v[i]) + (1.0 - beta2) * gi * gi
-        vi = _f64(v[i])
+    if amsgrad:
+        vm = _f64(v_max[i])
+        if vi > vm or vi != vi:  # a NaN in either one propagates, as torch.maximum
+            vm = vi
+        v_max[i] = vm
+        vi = _f64(v_max[i])
 
-        if amsgrad:
-            vm = _f64(v_max[i])
-            if vi > vm or vi != vi:  # a NaN in either one propagates, as torch.maximum
-                v_max[i] = vi
-            vi = _f64(v_max[i])
-
-        denom = math.sqrt(vi) / bias_correction2_sqrt + eps
-        p[i] = _f64(p[i]) + _div(-step_size * mi, denom)
+    denom = math.sqrt(vi) / bias_correction2_sqrt + eps
+    p[i] = pi + _div(-step_size * mi, denom)

@@ -179,7 +179,7 @@ class Optimizer:
         if g.dtype is not p.dtype:
             raise TypeError(f"{type(self).__name__}.step: a parameter of dtype {p.dtype} has a "
                             f".grad of dtype {g.dtype}")
-        return g.detach().contiguous()
+        return g if g._packed else g.contiguous()  # step() runs under no_grad: no graph
 
     def _update(self, p, grad, state, group):
         """Update the packed parameter p in place from its packed gradient (same shape and dtype).
