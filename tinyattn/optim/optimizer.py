@@ -19,12 +19,11 @@ A subclass states its option checks in `_check_options(group)` and its update ru
 parameters whose `.grad` is None, making gradients contiguous, turning off graph building.
 """
 from array import array
+from collections import defaultdict
 
 from ..autograd import enable_grad, no_grad
 from ..tensor import Tensor, _make
 from .. import dtypes as _dt
-
-_REQUIRED = object()  # a default that every parameter group must set itself (none do so far)
 
 
 class Optimizer:
@@ -38,7 +37,7 @@ class Optimizer:
         name = type(self).__name__
         self.defaults = dict(defaults)
         self._check_options(self.defaults)
-        self.state = {}
+        self.state = defaultdict(dict)  # as PyTorch: opt.state[p] is {} before p's first step
         self.param_groups = []
         self._step_count = 0  # how many times step() ran; schedulers check the call order with it
         if isinstance(params, Tensor):
@@ -104,11 +103,7 @@ class Optimizer:
             group["param_names"] = names
 
         for key, default in self.defaults.items():
-            if key not in group:
-                if default is _REQUIRED:
-                    raise ValueError(f"{name}: the parameter group does not set the required "
-                                     f"option {key!r}")
-                group[key] = default
+            group.setdefault(key, default)
         self._check_options(group)
 
         ids = [id(p) for p in tensors]
@@ -155,9 +150,7 @@ class Optimizer:
                     if p.grad is None:
                         continue
                     grad = self._checked_grad(p)
-                    state = self.state.get(p)
-                    if state is None:
-                        state = self.state[p] = {}
+                    state = self.state[p]
                     if p._packed:
                         self._update(p, grad, state, group)
                     else:
@@ -239,7 +232,7 @@ class Optimizer:
             for index, p in zip(saved["params"], group["params"]):
                 by_index[index] = p
 
-        new_state = {}
+        new_state = defaultdict(dict)
         for index, saved_state in state_dict["state"].items():
             if index not in by_index:
                 raise ValueError(f"{name}.load_state_dict: the loaded state dict has state for "
