@@ -6,6 +6,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tinyattn
 from tinyattn import nn
@@ -102,6 +104,23 @@ def test_adam_several_steps_match_the_equations(kwargs):
                               amsgrad=kwargs.get("amsgrad", False))
     assert p.item() == pytest.approx(expected, rel=1e-13)
     assert opt.state[p]["step"].item() == 5.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.floats(-10, 10), min_size=3, max_size=3), min_size=1, max_size=4),
+       st.floats(0.0, 0.99), st.floats(0.0, 0.999), st.floats(0.0, 0.5), st.booleans(),
+       st.booleans())
+def test_adam_matches_the_equations_property(grads, b1, b2, wd, amsgrad, decoupled):
+    p = leaf([0.5, -1.0, 2.0])
+    cls = AdamW if decoupled else Adam
+    opt = cls([p], lr=0.01, betas=(b1, b2), eps=1e-3, weight_decay=wd, amsgrad=amsgrad)
+    for g in grads:
+        set_grad(p, g)
+        opt.step()
+    for j, p0 in enumerate([0.5, -1.0, 2.0]):
+        expected = adam_reference(p0, [g[j] for g in grads], 0.01, b1, b2, 1e-3, wd=wd,
+                                  decoupled=decoupled, amsgrad=amsgrad)
+        assert p.tolist()[j] == pytest.approx(expected, rel=1e-10, abs=1e-12)
 
 
 def test_amsgrad_differs_from_adam_once_v_shrinks():

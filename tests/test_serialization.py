@@ -430,3 +430,44 @@ def test_training_resumes_exactly_from_a_checkpoint(tmp_path):
 
     assert first + rest == straight  # exact float equality, step by step
     assert len(set(straight)) == n  # and the run did change the loss every step
+
+
+# ============================================================================ property test
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@st.composite
+def tensors(draw):
+    shape = tuple(draw(st.lists(st.integers(0, 4), max_size=3)))
+    dtype = draw(st.sampled_from(["float32", "float64", "int64", "bool"]))
+    n = 1
+    for s in shape:
+        n *= s
+    if dtype == "bool":
+        values = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    elif dtype == "int64":
+        values = draw(st.lists(st.integers(-(2 ** 63), 2 ** 63 - 1), min_size=n, max_size=n))
+    else:
+        values = draw(st.lists(st.floats(width=32 if dtype == "float32" else 64), min_size=n,
+                               max_size=n))
+    t = tinyattn.tensor(values, dtype=dtype).reshape(shape)
+    if len(shape) >= 2 and draw(st.booleans()):
+        t = t.transpose(0, 1)  # a strided view
+    return t
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.dictionaries(st.text(min_size=1, max_size=8).filter(lambda k: k != "__metadata__"),
+                       tensors(), max_size=4),
+       st.booleans())
+def test_round_trip_property(tmp_path_factory, named, nested):
+    obj = {"model": named, "step": 3} if nested else named
+    path = tmp_path_factory.mktemp("prop") / "x.safetensors"
+    tinyattn.save(obj, path)
+    back = tinyattn.load(path)
+    got = back["model"] if nested else back
+    assert list(got) == list(named)
+    for k, t in named.items():
+        same(t.contiguous(), got[k])
