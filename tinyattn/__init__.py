@@ -19,6 +19,8 @@ from .functions import (abs, add, all, amax, amin, any, argmax, argmin, bmm, cat
                         neg, norm, permute, pow, relu, reshape, rsqrt, sigmoid, sign, sin, softmax,
                         split, sqrt, square, squeeze, stack, std, sub, sum, tanh, transpose, tril,
                         triu, unbind, unsqueeze, var, where)
+from .serialization import load, save
 
 __version__ = "0.1.0"
 from . import nn
+from . import optim

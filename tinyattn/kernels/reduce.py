@@ -67,7 +67,7 @@ def sumsq_all(x, n):
     """sum of x[i]**2 over a contiguous buffer, in float64 (gradient-norm clipping)."""
     s = 0.0
     for i in range(n):
-        v = float(x[i])
+        v = x[i] * 1.0  # float64: numba's float() would keep a float32 a float32
         s += v * v
     return s
 

@@ -1,0 +1,228 @@
+"""Learning-rate schedules: change each parameter group's "lr" once per `scheduler.step()`.
+
+PyTorch's semantics, so that a loop written for one library runs with the other:
+
+- Constructing a scheduler records each group's starting lr as group["initial_lr"] (`base_lrs`)
+  and takes a first step, which sets `last_epoch = 0` and the lr of step 0.
+- `step()` (called after `optimizer.step()`) adds 1 to `last_epoch` and sets the lr for the next
+  optimizer step; `get_last_lr()` returns the lrs it set.
+- `state_dict()` holds every attribute except the optimizer (and, for LambdaLR, the functions,
+  which cannot be saved); to resume, rebuild the scheduler over the rebuilt optimizer first, then
+  load the optimizer's state dict, then the scheduler's.
+
+StepLR and CosineAnnealingLR compute the new lr from the current one (PyTorch's "recursive form"),
+so a learning rate changed by hand carries on into the schedule, and the values match PyTorch's
+exactly, including their rounding. NoamLR, the warm-up schedule of "Attention Is All You Need",
+is not in PyTorch.
+"""
+import math
+import types
+import warnings
+
+from .optimizer import Optimizer
+
+
+class LRScheduler:
+    """Base class: subclasses define `get_lr()`, the lrs for the current `last_epoch`."""
+
+    _is_initial = False  # True during the first step taken by the constructor
+
+    def __init__(self, optimizer, last_epoch=-1):
+        name = type(self).__name__
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{name}: {type(optimizer).__name__} is not a tinyattn Optimizer")
+        if isinstance(last_epoch, bool) or not isinstance(last_epoch, int) or last_epoch < -1:
+            raise ValueError(f"{name}: last_epoch must be an int >= -1, got {last_epoch!r}")
+        self.optimizer = optimizer
+        if last_epoch == -1:
+            for group in optimizer.param_groups:
+                group.setdefault("initial_lr", group["lr"])
+        else:
+            for i, group in enumerate(optimizer.param_groups):
+                if "initial_lr" not in group:
+                    raise KeyError(f"{name}: param_groups[{i}] has no 'initial_lr', which "
+                                   f"resuming with last_epoch={last_epoch} needs; load the "
+                                   f"optimizer's state dict first, or use last_epoch=-1")
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.last_epoch = last_epoch
+        self._initial_step()
+
+    def _initial_step(self):
+        self._step_count = 0
+        self._is_initial = True
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
+
+    def get_lr(self):
+        """The learning rate of every parameter group at `last_epoch`."""
+        raise NotImplementedError(f"{type(self).__name__} must define get_lr()")
+
+    def get_last_lr(self):
+        """The learning rates set by the last step() (a new list; one entry per group)."""
+        return list(self._last_lr)
+
+    def step(self):
+        """Advance the schedule by one step; call it after optimizer.step().
+
+        (PyTorch's deprecated `step(epoch)` argument does not exist here.)"""
+        if self._step_count == 1 and self.optimizer._step_count == 0 and \
+                type(self.optimizer).step is Optimizer.step:
+            warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`: "
+                          "call them in the opposite order, or the first value of the learning "
+                          "rate schedule is skipped", UserWarning, stacklevel=2)
+        self._step_count += 1
+        self.last_epoch += 1
+        values = self.get_lr()
+        for group, lr in zip(self.optimizer.param_groups, values):
+            group["lr"] = lr
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    def state_dict(self):
+        """Every attribute except the optimizer: base_lrs, last_epoch, the schedule's options."""
+        return {key: value for key, value in self.__dict__.items() if key != "optimizer"}
+
+    def load_state_dict(self, state_dict):
+        self.__dict__.update(state_dict)
+
+
+class LambdaLR(LRScheduler):
+    """lr = base_lr * lr_lambda(last_epoch), with one function for all groups or one per group.
+
+        LambdaLR(optimizer, lambda epoch: 0.95 ** epoch)
+
+    state_dict() stores None in place of plain functions and lambdas (code is not data; rebuild
+    the scheduler with the same functions before loading), and the attributes (`__dict__`) of
+    callable objects, as PyTorch does."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"LambdaLR: {type(optimizer).__name__} is not a tinyattn Optimizer")
+        self.optimizer = optimizer
+        n = len(optimizer.param_groups)
+        if isinstance(lr_lambda, (list, tuple)):
+            if len(lr_lambda) != n:
+                raise ValueError(f"LambdaLR: expected {n} lr_lambdas (one per parameter group), "
+                                 f"but got {len(lr_lambda)}")
+            self.lr_lambdas = list(lr_lambda)
+        else:
+            self.lr_lambdas = [lr_lambda] * n
+        for fn in self.lr_lambdas:
+            if not callable(fn):
+                raise TypeError(f"LambdaLR: lr_lambda must be callable, got {type(fn).__name__}")
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [base_lr * fn(self.last_epoch) for fn, base_lr in zip(self.lr_lambdas,
+                                                                     self.base_lrs)]
+
+    def state_dict(self):
+        state = {key: value for key, value in self.__dict__.items()
+                 if key not in ("optimizer", "lr_lambdas")}
+        state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else dict(fn.__dict__)
+                               for fn in self.lr_lambdas]
+        return state
+
+    def load_state_dict(self, state_dict):
+        state = dict(state_dict)
+        saved_lambdas = state.pop("lr_lambdas", [None] * len(self.lr_lambdas))
+        self.__dict__.update(state)
+        for fn, saved in zip(self.lr_lambdas, saved_lambdas):
+            if saved is not None:
+                fn.__dict__.update(saved)
+
+
+class StepLR(LRScheduler):
+    """Multiply the lr by gamma every step_size steps:  lr = base_lr * gamma^(last_epoch //
+    step_size), computed recursively (the current lr times gamma when last_epoch is a positive
+    multiple of step_size) as PyTorch does."""
+
+    def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
+        if isinstance(step_size, bool) or not isinstance(step_size, int) or step_size < 1:
+            raise ValueError(f"StepLR: step_size must be a positive int, got {step_size!r}")
+        if isinstance(gamma, bool) or not isinstance(gamma, (int, float)):
+            raise TypeError(f"StepLR: gamma must be a number, got {type(gamma).__name__}")
+        self.step_size = step_size
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        groups = self.optimizer.param_groups
+        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
+            return [group["lr"] for group in groups]
+        return [group["lr"] * self.gamma for group in groups]
+
+
+class CosineAnnealingLR(LRScheduler):
+    """Follow half a cosine from base_lr down to eta_min over T_max steps (SGDR without restarts):
+
+        lr_t = eta_min + (base_lr - eta_min) * (1 + cos(pi * t / T_max)) / 2
+
+    computed, as PyTorch does, recursively from the current lr,
+
+        lr_t = eta_min + (lr_{t-1} - eta_min) * (1 + cos(pi t / T_max)) / (1 + cos(pi (t-1) / T_max))
+
+    which agrees with the formula above up to rounding (and lets a hand-changed lr carry on).
+    Past T_max the lr rises again along the cosine, as in PyTorch."""
+
+    def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):  # noqa: N803 (PyTorch's name)
+        if isinstance(T_max, bool) or not isinstance(T_max, int) or T_max < 1:
+            raise ValueError(f"CosineAnnealingLR: T_max must be a positive int, got {T_max!r}")
+        if isinstance(eta_min, bool) or not isinstance(eta_min, (int, float)):
+            raise TypeError(f"CosineAnnealingLR: eta_min must be a number, got "
+                            f"{type(eta_min).__name__}")
+        self.T_max = T_max
+        self.eta_min = eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        groups = self.optimizer.param_groups
+        t, T, eta_min = self.last_epoch, self.T_max, self.eta_min
+        if self._is_initial:
+            return [group["lr"] for group in groups]
+        if self._step_count == 1 and t > 0:
+            return [eta_min + (base_lr - eta_min) * (1 + math.cos(t * math.pi / T)) / 2
+                    for base_lr in self.base_lrs]
+        if (t - 1 - T) % (2 * T) == 0:
+            # At the bottom of the cosine the ratio below would be 0/0: add the first step up.
+            return [group["lr"] + (base_lr - eta_min) * (1 - math.cos(math.pi / T)) / 2
+                    for base_lr, group in zip(self.base_lrs, groups)]
+        return [(1 + math.cos(math.pi * t / T)) / (1 + math.cos(math.pi * (t - 1) / T))
+                * (group["lr"] - eta_min) + eta_min for group in groups]
+
+
+class NoamLR(LRScheduler):
+    """The warm-up schedule of "Attention Is All You Need" (Vaswani et al., 2017, sec. 5.3):
+
+        lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5)
+
+    a linear rise for warmup_steps steps, then decay as 1/sqrt(step); the peak, at step =
+    warmup_steps, is factor / sqrt(d_model * warmup_steps). The paper uses d_model = 512,
+    warmup_steps = 4000 with Adam(betas=(0.9, 0.98), eps=1e-9).
+
+    Not in PyTorch. It equals `LambdaLR(optimizer, lambda e: noam_lambda(e))` with
+    `noam_lambda = NoamLR.lr_lambda`, so the group's lr is multiplied by the formula: build the
+    optimizer with lr=1.0 to get the paper's values (as the Annotated Transformer does); any other
+    lr scales the whole schedule. step = last_epoch + 1: the first optimizer step uses step 1 (the
+    Annotated Transformer's `max(step, 1)` uses step 1 twice instead)."""
+
+    def __init__(self, optimizer, d_model, warmup_steps=4000, factor=1.0, last_epoch=-1):
+        for key, value in (("d_model", d_model), ("warmup_steps", warmup_steps)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"NoamLR: {key} must be a positive int, got {value!r}")
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not factor > 0:
+            raise ValueError(f"NoamLR: factor must be a positive number, got {factor!r}")
+        self.d_model = d_model
+        self.warmup_steps = warmup_steps
+        self.factor = factor
+        super().__init__(optimizer, last_epoch)
+
+    def lr_lambda(self, epoch):
+        """The multiplier of the base lr after `epoch` scheduler steps (at optimizer step epoch+1)."""
+        step = epoch + 1
+        return self.factor * self.d_model ** -0.5 * min(step ** -0.5,
+                                                        step * self.warmup_steps ** -1.5)
+
+    def get_lr(self):
+        return [base_lr * self.lr_lambda(self.last_epoch) for base_lr in self.base_lrs]

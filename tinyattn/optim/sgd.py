@@ -1,0 +1,56 @@
+"""Stochastic gradient descent, with momentum, dampening, Nesterov momentum and weight decay."""
+from ..kernels import optim as K
+from .optimizer import _EMPTY, Optimizer, _check_lengths, _check_number
+
+
+class SGD(Optimizer):
+    """SGD(params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
+    maximize=False), with PyTorch's update rule. For each parameter p with gradient g:
+
+        g <- -g                                   if maximize (climb the objective)
+        g <- g + weight_decay * p                 if weight_decay != 0 (L2 penalty)
+        b <- g                                    at the first step    } if momentum != 0
+        b <- momentum * b + (1 - dampening) * g   at later steps       } (b: momentum buffer)
+        g <- g + momentum * b   if nesterov, else g <- b              }
+        p <- p - lr * g
+
+    Note the momentum form: lr multiplies the whole buffer (PyTorch's convention), not only the
+    new gradient as in Sutskever et al. (2013); the two agree for a constant lr. Nesterov needs
+    momentum > 0 and dampening = 0. State per parameter: "momentum_buffer" (when momentum != 0).
+
+    Beyond PyTorch's checks, every parameter group's options are validated too, and lr must be a
+    number (PyTorch also accepts a tensor). foreach / fused / differentiable do not exist here:
+    one fused numba loop per parameter does the whole update (kernels/optim.py)."""
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False,
+                 *, maximize=False):
+        defaults = {"lr": lr, "momentum": momentum, "dampening": dampening,
+                    "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize}
+        super().__init__(params, defaults)
+
+    def _check_options(self, group):
+        _check_number("SGD", "learning rate lr", group["lr"])
+        _check_number("SGD", "momentum", group["momentum"])
+        _check_number("SGD", "dampening", group["dampening"], low=-float("inf"))
+        _check_number("SGD", "weight_decay", group["weight_decay"])
+        if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
+            raise ValueError(f"SGD: Nesterov momentum requires a momentum > 0 and zero dampening "
+                             f"(got momentum={group['momentum']}, dampening={group['dampening']})")
+
+    def _update(self, p, grad, state, group):
+        momentum = float(group["momentum"])
+        first_step = False
+        if momentum != 0.0:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = self._new_state_tensor(p)
+                first_step = True
+            buf_data = buf._data
+        else:
+            buf_data = _EMPTY[p.dtype.typecode]
+        n = p.numel()
+        _check_lengths(n, p._data, grad._data, buf_data if momentum != 0.0 else None)
+        K.sgd_step(p._data, grad._data, buf_data, n, float(group["lr"]), momentum,
+                   float(group["dampening"]), float(group["weight_decay"]),
+                   bool(group["nesterov"]), bool(group["maximize"]), first_step)
+

@@ -1,0 +1,348 @@
+"""`save(obj, path)` and `load(path)` in the safetensors format: tensors and plain data, never pickle.
+
+A safetensors file (https://github.com/huggingface/safetensors) is
+
+    8 bytes        N, the length of the header, an unsigned little-endian integer
+    N bytes        a JSON header: {"__metadata__": {str: str},
+                                   name: {"dtype": "F32", "shape": [2, 3], "data_offsets": [b, e]},
+                                   ...}
+    the rest       the tensors' raw little-endian bytes; tensor `name` is bytes b..e of this part
+
+Loading such a file reads numbers and JSON, so it cannot run code, unlike a pickle (what
+torch.save writes) whose loading may call any function the file names. The files open with the
+`safetensors` package (and through it in PyTorch); files it writes load here.
+
+A checkpoint is usually nested, e.g. {"model": model.state_dict(), "optimizer":
+opt.state_dict(), "step": 1200}. `save` stores each tensor under its dotted path
+("model.fc1.weight", "optimizer.state.0.exp_avg") and the rest of the object (dicts, lists,
+tuples, ints, floats, strings, bools, None) as JSON in the metadata entry "tinyattn.structure",
+so that `load` rebuilds the same nested object. A flat dict of named tensors (a state_dict) is
+stored as plain safetensors, with no structure entry.
+
+Writes are atomic: the file is written to a temporary file in the same directory, then renamed
+over `path`, so a crash or an error never leaves a half-written checkpoint behind. Loading checks
+everything before trusting it and raises ValueError naming the file and the problem.
+"""
+import json
+import math
+import os
+import secrets
+import sys
+from array import array
+
+from . import dtypes as _dt
+from .autograd import no_grad
+from .tensor import Tensor, _make
+
+_STRUCTURE_KEY = "tinyattn.structure"
+_FORMAT_VERSION = 1
+_MAX_HEADER = 100_000_000  # the limit of the safetensors library: a bigger header is corrupt
+
+_CODE = {_dt.float32: "F32", _dt.float64: "F64", _dt.int64: "I64", _dt.bool: "BOOL"}
+_DTYPE = {code: dt for dt, code in _CODE.items()}
+# safetensors dtypes that tinyattn cannot hold: named in the error so the user knows what to do.
+_OTHER_SAFETENSORS_DTYPES = {"F16", "BF16", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3",
+                             "F6_E3M2", "I8", "I16", "I32", "U8", "U16", "U32", "U64", "C64"}
+_BIG_ENDIAN = sys.byteorder == "big"
+
+
+# ============================================================================ save
+
+
+def save(obj, path):
+    """Write `obj` to `path` as a safetensors file, atomically.
+
+    obj: a dict. Values may be Tensors, nested dicts (keys str or int), lists, tuples, and plain
+    ints, floats, strings, bools and None. Tensors are stored as contiguous little-endian data;
+    parameters and views are saved as plain tensors of their current values."""
+    if not isinstance(obj, dict):
+        raise TypeError(f"save: expected a dict (a state_dict or a checkpoint dict), got "
+                        f"{type(obj).__name__}")
+    tensors = {}
+    if _is_flat_state_dict(obj):
+        tensors = dict(obj)
+        structure = None
+    else:
+        structure = _encode(obj, "", tensors)
+
+    header = {}
+    if structure is not None:
+        meta = {"format": _FORMAT_VERSION, "root": structure}
+        header["__metadata__"] = {_STRUCTURE_KEY: json.dumps(meta, allow_nan=False,
+                                                             separators=(",", ":"))}
+    payloads = []
+    offset = 0
+    with no_grad():
+        for name, t in tensors.items():
+            data = _tensor_bytes(t)
+            header[name] = {"dtype": _CODE[t.dtype], "shape": list(t.shape),
+                            "data_offsets": [offset, offset + len(data)]}
+            payloads.append(data)
+            offset += len(data)
+    head = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    head += b" " * (-len(head) % 8)  # pad with spaces so the data starts 8-byte aligned
+    _atomic_write(path, [len(head).to_bytes(8, "little"), head, *payloads])
+
+
+def _is_flat_state_dict(obj):
+    return all(isinstance(k, str) and isinstance(v, Tensor) for k, v in obj.items()) and \
+        "__metadata__" not in obj
+
+
+def _encode(value, key, tensors):
+    """The JSON form of `value`: tensors become {"tensor": name} (their data goes into `tensors`),
+    dicts {"dict": [[key, value], ...]} (keys keep their type, str or int), tuples {"tuple": [...]},
+    non-finite floats {"float": "inf"}; lists and other plain values stay as they are."""
+    if isinstance(value, Tensor):
+        name = key or "tensor"
+        if name in tensors or name == "__metadata__":
+            raise ValueError(f"save: two tensors would be stored under the name {name!r} (a dotted "
+                             f"key like 'a.b' collides with a nested key b inside a)")
+        tensors[name] = value
+        return {"tensor": name}
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"float": repr(value)}
+    if isinstance(value, list):
+        return [_encode(v, _join(key, i), tensors) for i, v in enumerate(value)]
+    if isinstance(value, tuple):
+        return {"tuple": [_encode(v, _join(key, i), tensors) for i, v in enumerate(value)]}
+    if isinstance(value, dict):
+        items = []
+        for k, v in value.items():
+            if isinstance(k, bool) or not isinstance(k, (str, int)):
+                raise TypeError(f"save: dict keys must be str or int, got {k!r} "
+                                f"({type(k).__name__}) at {key or 'the top level'!r}")
+            items.append([k, _encode(v, _join(key, k), tensors)])
+        return {"dict": items}
+    raise TypeError(f"save: cannot store a {type(value).__name__} (at {key or 'the top level'!r}); "
+                    f"only Tensors, dicts, lists, tuples, ints, floats, strings, bools and None "
+                    f"(torch tensors: convert with tinyattn.tensor(t.tolist()))")
+
+
+def _join(prefix, key):
+    return f"{prefix}.{key}" if prefix else str(key)
+
+
+def _tensor_bytes(t):
+    """The tensor's elements in row-major order as little-endian bytes."""
+    n = t.numel()
+    if t._packed and len(t._data) == n and not _BIG_ENDIAN:
+        return memoryview(t._data).cast("B")  # no copy
+    data = t.contiguous()._data[:n]
+    if _BIG_ENDIAN:
+        data.byteswap()
+    return memoryview(data).cast("B")
+
+
+def _atomic_write(path, chunks):
+    """Write chunks to a temporary file next to `path`, flush it to disk, then rename it over
+    `path` (os.replace is atomic): readers see the old file or the new one, never half of one."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}.tmp")
+    # Mode 0o666 minus the umask, as for any new file (tempfile would make it private, 0o600).
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with open(fd, "wb") as f:
+            for chunk in chunks:
+                f.write(chunk)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_directory(directory)
+
+
+def _fsync_directory(directory):
+    """Make the rename itself durable (POSIX); not possible, nor needed, everywhere."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# ============================================================================ load
+
+
+def load(path):
+    """Read a safetensors file written by `save` (or by the safetensors library).
+
+    Returns the saved object: the nested checkpoint `save` was given, or, for a plain safetensors
+    file, a dict name -> Tensor in the order of the data. Raises ValueError naming the file and
+    the problem for anything that is not a valid safetensors file tinyattn can hold."""
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        head = f.read(8)
+        if len(head) < 8:
+            raise ValueError(f"load: {path!r} is not a safetensors file: it has only {size} bytes "
+                             f"(it must start with an 8-byte header length)")
+        n = int.from_bytes(head, "little")
+        if n > size - 8 and (head.startswith(b"PK\x03\x04") or head[:1] == b"\x80"):
+            raise ValueError(f"load: {path!r} looks like a torch.save (zip / pickle) file, not a "
+                             f"safetensors file; tinyattn never unpickles files. Convert it with "
+                             f"safetensors.torch.save_file(torch.load(...), ...)")
+        if n > size - 8:
+            raise ValueError(f"load: {path!r} is not a valid safetensors file: the header length "
+                             f"{n} is beyond the end of the file ({size} bytes); the file is "
+                             f"truncated or not a safetensors file")
+        if n > _MAX_HEADER:
+            raise ValueError(f"load: {path!r}: header length {n} is larger than the limit "
+                             f"{_MAX_HEADER}; the file is corrupt")
+        header = _parse_header(path, f.read(n))
+        data_size = size - 8 - n
+        entries = _check_entries(path, header, data_size)
+        tensors = {}
+        for name, dtype, shape, begin, end in entries:
+            tensors[name] = _read_tensor(path, f, 8 + n + begin, end - begin, dtype, shape, name)
+    metadata = header.get("__metadata__") or {}
+    if _STRUCTURE_KEY not in metadata:
+        return tensors
+    return _decode_structure(path, metadata[_STRUCTURE_KEY], tensors)
+
+
+def _parse_header(path, raw):
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"load: {path!r} is not a valid safetensors file: the header is not "
+                         f"valid UTF-8 JSON ({e})") from None
+    if not isinstance(header, dict):
+        raise ValueError(f"load: {path!r}: the header must be a JSON object, got "
+                         f"{type(header).__name__}")
+    meta = header.get("__metadata__")
+    if meta is not None and not (isinstance(meta, dict) and all(
+            isinstance(k, str) and isinstance(v, str) for k, v in meta.items())):
+        raise ValueError(f"load: {path!r}: '__metadata__' must map strings to strings")
+    return header
+
+
+def _check_entries(path, header, data_size):
+    """Validate every tensor entry; return (name, dtype, shape, begin, end) in data order."""
+    entries = []
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        where = f"load: {path!r}: tensor {name!r}"
+        if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= info.keys():
+            raise ValueError(f"{where}: the entry must be an object with 'dtype', 'shape' and "
+                             f"'data_offsets', got {info!r}")
+        code = info["dtype"]
+        if code not in _DTYPE:
+            if code in _OTHER_SAFETENSORS_DTYPES:
+                raise ValueError(f"{where} has dtype {code}, which tinyattn does not have (only "
+                                 f"F32, F64, I64, BOOL); convert it before saving, e.g. "
+                                 f"t.float() or t.long()")
+            raise ValueError(f"{where} has an unknown dtype {code!r}")
+        shape = info["shape"]
+        if not isinstance(shape, list) or not all(
+                isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+            raise ValueError(f"{where}: shape must be a list of non-negative ints, got {shape!r}")
+        offsets = info["data_offsets"]
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(
+                isinstance(o, int) and not isinstance(o, bool) for o in offsets)):
+            raise ValueError(f"{where}: data_offsets must be a pair of ints, got {offsets!r}")
+        begin, end = offsets
+        if not 0 <= begin <= end:
+            raise ValueError(f"{where}: invalid data_offsets {offsets} (need 0 <= begin <= end)")
+        if end > data_size:
+            raise ValueError(f"{where}: data_offsets {offsets} go past the end of the data "
+                             f"({data_size} bytes); the file is truncated or corrupt")
+        dtype = _DTYPE[code]
+        numel = 1
+        for s in shape:
+            numel *= s
+        if end - begin != numel * dtype.itemsize:
+            raise ValueError(f"{where}: data_offsets {offsets} hold {end - begin} bytes, but "
+                             f"shape {tuple(shape)} of {code} needs {numel * dtype.itemsize}")
+        entries.append((name, dtype, tuple(shape), begin, end))
+    entries.sort(key=lambda e: (e[3], e[4]))
+    position, previous = 0, None
+    for name, _, _, begin, end in entries:
+        if begin < position:
+            raise ValueError(f"load: {path!r}: the data of tensors {previous!r} and {name!r} "
+                             f"overlap (bytes {begin}..{position})")
+        if begin > position:
+            raise ValueError(f"load: {path!r}: bytes {position}..{begin} of the data belong to no "
+                             f"tensor; the header is corrupt")
+        position, previous = end, name
+    if position != data_size:
+        raise ValueError(f"load: {path!r}: the header describes {position} bytes of data but the "
+                         f"file holds {data_size}; the file is corrupt")
+    return entries
+
+
+def _read_tensor(path, f, start, nbytes, dtype, shape, name):
+    buf = _dt.zeros_buffer(dtype, nbytes // dtype.itemsize)
+    f.seek(start)
+    if nbytes and f.readinto(memoryview(buf).cast("B")) != nbytes:
+        raise ValueError(f"load: {path!r}: the file ended inside tensor {name!r} (truncated "
+                         f"while being read?)")
+    if _BIG_ENDIAN and dtype.itemsize > 1:
+        buf.byteswap()
+    if dtype is _dt.bool:
+        buf = array("B", bytes(buf).translate(_BOOL_TABLE))  # any nonzero byte means True
+    return _make(buf, shape, dtype)
+
+
+_BOOL_TABLE = bytes([0] + [1] * 255)
+
+
+def _decode_structure(path, text, tensors):
+    where = f"load: {path!r}: the metadata entry {_STRUCTURE_KEY!r}"
+    try:
+        meta = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{where} is not valid JSON ({e})") from None
+    if not isinstance(meta, dict) or "root" not in meta:
+        raise ValueError(f"{where} has no 'root'")
+    if meta.get("format") != _FORMAT_VERSION:
+        raise ValueError(f"{where} has format {meta.get('format')!r}; this tinyattn reads "
+                         f"format {_FORMAT_VERSION}")
+    used = set()
+    obj = _decode(meta["root"], tensors, used, where)
+    unused = tensors.keys() - used
+    if unused:
+        raise ValueError(f"{where} does not mention the tensors {sorted(unused)}")
+    return obj
+
+
+def _decode(value, tensors, used, where):
+    if isinstance(value, list):
+        return [_decode(v, tensors, used, where) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) != 1:
+        raise ValueError(f"{where} is corrupt: unexpected object {value!r}")
+    (kind, body), = value.items()
+    if kind == "tensor":
+        if body not in tensors or body in used:
+            raise ValueError(f"{where} refers to tensor {body!r}, which the file does not hold "
+                             f"(or refers to it twice)")
+        used.add(body)
+        return tensors[body]
+    if kind == "tuple" and isinstance(body, list):
+        return tuple(_decode(v, tensors, used, where) for v in body)
+    if kind == "dict" and isinstance(body, list):
+        out = {}
+        for item in body:
+            if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], (str, int))):
+                raise ValueError(f"{where} is corrupt: bad dict item {item!r}")
+            out[item[0]] = _decode(item[1], tensors, used, where)
+        return out
+    if kind == "float" and body in ("inf", "-inf", "nan"):
+        return float(body)
+    raise ValueError(f"{where} is corrupt: unexpected object {value!r}")
