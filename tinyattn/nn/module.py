@@ -325,7 +325,21 @@ class Module:
         return f"{type(self).__name__}(\n  {body}\n)"
 
 
-class ModuleList(Module):
+class _ModuleSequence(Module):
+    """What ModuleList and Sequential share: children in order, named "0", "1", ..."""
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        self.add_module(str(len(self._modules)), module)
+        return self
+
+
+class ModuleList(_ModuleSequence):
     """A list of modules, registered as children named "0", "1", ..."""
 
     def __init__(self, modules=None):
@@ -347,16 +361,6 @@ class ModuleList(Module):
     def __setitem__(self, i, module):
         self._modules[self._key(i)] = module
 
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module):
-        self.add_module(str(len(self._modules)), module)
-        return self
-
     def extend(self, modules):
         for m in modules:
             self.append(m)
@@ -370,7 +374,7 @@ class ModuleList(Module):
             self.add_module(str(i), m)
 
 
-class Sequential(Module):
+class Sequential(_ModuleSequence):
     """Modules applied in order: Sequential(Linear(2, 16), ReLU(), Linear(16, 1))."""
 
     def __init__(self, *modules):
@@ -387,16 +391,6 @@ class Sequential(Module):
         if isinstance(i, slice):
             return Sequential(*mods[i])
         return mods[i]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module):
-        self.add_module(str(len(self._modules)), module)
-        return self
 
     def forward(self, x):
         for m in self._modules.values():
