@@ -1,0 +1,397 @@
+"""Batched matrix multiply over flat ``array.array`` buffers.
+
+``bmm`` computes ``out[i0, i1] = a[i0, i1] @ b[i0, i1]`` for strided views ``a`` (nb0, nb1, M, K) and
+``b`` (nb0, nb1, K, N). Two batch dimensions cover attention's (B, H, T, d) head-split views, and
+because every operand is described by an offset and element strides, transposed views
+(``K^T`` in ``Q @ K^T``) and broadcast operands (stride 0) need no copy by the caller.
+
+How it is fast, from the inside out (the same plan as GotoBLAS/BLIS, in numba):
+
+1. Register tile (``micro_kernel``, 8 x 16). A multiply-add needs two loads; a core can do two
+   FMAs per cycle but only about two loads, so a plain loop waits on memory. Keeping an 8 x 16
+   block of C in registers (8 rows x one 512-bit vector of 16 floats) and, for each p, loading
+   one 16-wide row of B and 8 scalars of A gives 8 vector FMAs for 9 loads: arithmetic, not
+   memory, becomes the limit. 8 independent accumulator rows also hide the FMA latency (4 cycles
+   x 2 units needs >= 8 chains). LLVM keeps only scalar variables in registers, so the tile is
+   written as 128 scalars in generated code (see ``_microkernel_gen.py``); ``_micro_loops`` is the
+   readable twin.
+2. Cache blocks (``KC``, ``MC``, ``NC``). Each micro-kernel call walks ``kc`` steps of p. A block of
+   B (``kc x NC``) is reused by every row strip of A, so it is copied once into a contiguous,
+   16-wide "packed" panel that stays in L2 and whose 16 x kc strips stay in L1 while the strips of
+   A stream past. Splitting K into ``KC``-long pieces keeps those panels cache-sized; partial sums
+   are added into C.
+3. Packing also makes every layout fast: a transposed B (``b_sn != 1``) is read in its own order
+   once, while packing, and the micro-kernel always sees contiguous 16-wide rows. A is read in
+   place through its strides (the micro-kernel only needs 8 scalars of A per step, from anywhere);
+   only edge strips (fewer than 8 rows) and zero-stride rows are packed, zero-padded.
+4. Threads. Work is cut into units (a batch entry, or a block of rows of one) and the units are
+   shared between the cores with ``threads.parallel_for``; each thread has its own scratch.
+
+Numerics: fp32 products are accumulated in fp32 in k order (with fused multiply-adds), as BLAS does;
+the error grows with K (roughly K * 2^-24 relative to sum |a||b|). ``bmm_reference`` accumulates in
+fp64 and is the oracle the tests use.
+"""
+
+import array
+import threading
+from contextlib import contextmanager
+
+import numba
+from numba import njit, types
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic, overload
+
+from . import threads
+from ._microkernel import MR, NR
+from ._microkernel import micro_kernel as _micro_unrolled
+
+__all__ = ["bmm", "bmm_reference", "as_array", "ensure_compiled"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Buffers as arrays
+# ---------------------------------------------------------------------------------------------
+
+def as_array(buf):
+    """A sliceable, writable 1-d view of the flat buffer ``buf`` (no copy).
+
+    Kernels slice rows out of buffers (``row = c[pos:pos + n]``) and index the slice from 0: numba
+    then knows the index is not negative and skips its negative-index wrap-around, which is what
+    lets LLVM vectorise the inner loops. ``array.array`` itself cannot be sliced in numba (and its
+    Python slices are copies), so compiled code re-types the buffer as a 1-d array
+    (``_buffer_as_array`` below), and interpreted code (``NUMBA_DISABLE_JIT=1``) uses this plain
+    Python twin: a ``memoryview``, whose slices are views too.
+    """
+    return memoryview(buf)
+
+
+@intrinsic
+def _buffer_as_array(typingctx, buf):
+    # numba stores array.array, memoryview and numpy arrays in the same struct (ArrayModel), so
+    # re-typing is free: the same struct, now typed as a C-contiguous 1-d array. Borrowed: the
+    # buffer object owns the memory and outlives the kernel call.
+    if not isinstance(buf, types.Buffer) or buf.ndim != 1:
+        return None
+    array_type = types.Array(buf.dtype, 1, "C")
+
+    def codegen(context, builder, signature, args):
+        return impl_ret_borrowed(context, builder, array_type, args[0])
+
+    return array_type(buf), codegen
+
+
+@overload(as_array)
+def _as_array_jit(buf):
+    if isinstance(buf, types.Buffer):
+        return lambda buf: _buffer_as_array(buf)
+
+
+# ---------------------------------------------------------------------------------------------
+# The reference kernel: the definition, used as the test oracle
+# ---------------------------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def bmm_reference(a, a_off, a_sb0, a_sb1, a_sm, a_sk,
+                  b, b_off, b_sb0, b_sb1, b_sk, b_sn,
+                  out, nb0, nb1, M, N, K):
+    """Same contract as :func:`bmm`, as the plain triple loop over strided buffers.
+
+    Element ``(i, p)`` of matrix ``(i0, i1)`` of ``a`` is ``a[a_off + i0*a_sb0 + i1*a_sb1 + i*a_sm +
+    p*a_sk]``, likewise for ``b``; ``out`` is contiguous. Sums are accumulated in float64 (also for
+    float32 buffers) and rounded once when stored, so this is the more accurate of the two kernels.
+    """
+    for i0 in range(nb0):
+        for i1 in range(nb1):
+            a_base = a_off + i0 * a_sb0 + i1 * a_sb1
+            b_base = b_off + i0 * b_sb0 + i1 * b_sb1
+            o_base = (i0 * nb1 + i1) * M * N
+            for i in range(M):
+                for j in range(N):
+                    s = 0.0
+                    for p in range(K):
+                        s += float(a[a_base + i * a_sm + p * a_sk]) * float(b[b_base + p * b_sk + j * b_sn])
+                    out[o_base + i * N + j] = s
+
+
+# ---------------------------------------------------------------------------------------------
+# The micro-kernel: one MR x NR tile of C
+# ---------------------------------------------------------------------------------------------
+
+@njit(nogil=True)
+def _micro_loops(a, a_pos, a_rs, a_ps, b, b_pos, b_ps, kc, c, c_pos, c_rs, accumulate):
+    """Plain-loop twin of the generated ``micro_kernel`` (same arguments, same result).
+
+    ``c[i, j] (+)= sum_p a[i, p] * b[p, j]`` for the MR x NR tile, where ``a[i, p] = a[a_pos +
+    i*a_rs + p*a_ps]``, ``b[p, j] = b[b_pos + p*b_ps + j]`` and ``c[i, j] = c[c_pos + i*c_rs + j]``.
+    Used when JIT is disabled; the unrolled version computes exactly this with the tile in registers.
+    """
+    for i in range(MR):
+        for j in range(NR):
+            s = c[c_pos + i * c_rs + j] if accumulate else 0.0
+            for p in range(kc):
+                s += a[a_pos + i * a_rs + p * a_ps] * b[b_pos + p * b_ps + j]
+            c[c_pos + i * c_rs + j] = s
+
+
+# Interpreted, the loop twin is as fast as the unrolled code and far easier to step through.
+_micro = _micro_loops if numba.config.DISABLE_JIT else _micro_unrolled
+
+
+# ---------------------------------------------------------------------------------------------
+# Packing
+# ---------------------------------------------------------------------------------------------
+
+@njit(nogil=True)
+def _pack_a_strip(a, a_pos, a_sm, a_sk, rows, kc, dst, d_pos):
+    """dst[d_pos + p*MR + i] = A[i, p] for i < rows, 0 for rows <= i < MR (one zero-padded strip),
+    where A[i, p] = a[a_pos + i*a_sm + p*a_sk]. The micro-kernel then reads it with a_rs=1, a_ps=MR."""
+    for p in range(kc):
+        col = dst[d_pos + p * MR:d_pos + p * MR + MR]
+        src = a_pos + p * a_sk
+        for i in range(rows):
+            col[i] = a[src + i * a_sm]
+        for i in range(rows, MR):
+            col[i] = 0.0
+
+
+@njit(nogil=True)
+def _pack_b_strip(b, b_pos, b_sk, b_sn, kc, cols, dst, d_pos):
+    """dst[d_pos + p*NR + j] = B[p, j] for j < cols, 0 for cols <= j < NR (one zero-padded strip),
+    where B[p, j] = b[b_pos + p*b_sk + j*b_sn]. The micro-kernel then reads it with b_ps=NR."""
+    if b_sk == 1 and cols == NR:
+        # Transposed B (e.g. K^T): walk down its contiguous columns, write with stride NR.
+        for j in range(NR):
+            col = b[b_pos + j * b_sn:b_pos + j * b_sn + kc]
+            for p in range(kc):
+                dst[d_pos + p * NR + j] = col[p]
+        return
+    for p in range(kc):
+        row = dst[d_pos + p * NR:d_pos + p * NR + NR]
+        src = b_pos + p * b_sk
+        for j in range(cols):
+            row[j] = b[src + j * b_sn]
+        for j in range(cols, NR):
+            row[j] = 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# The blocked kernel
+# ---------------------------------------------------------------------------------------------
+
+# Block sizes, in elements. KC x NR of B (16 KiB in fp32 for KC=256) stays in L1 while the micro-
+# kernel runs down all the row strips of a block; the packed KC x NC panel of B (512 KiB fp32)
+# stays in the 1 MiB L2. MC only bounds how many rows share one pass over that panel before we
+# move to the next piece of K. MC and NC are multiples of MR and NR.
+KC = 256
+MC = 128
+NC = 512
+
+# Packing the panel of B costs about a copy of it; it pays once enough rows reuse it. Below this
+# many rows a row-major B is read in place (it is small and stays in cache anyway).
+PACK_B_MIN_ROWS = 64
+
+# Scratch layout, per thread: [packed B panel | packed A edge strip | packed B edge strip | C tile]
+_S_BPANEL = 0
+_S_AEDGE = _S_BPANEL + KC * NC
+_S_BEDGE = _S_AEDGE + MR * KC
+_S_TILE = _S_BEDGE + KC * NR
+SCRATCH_SIZE = _S_TILE + MR * NR
+
+
+@njit(cache=True, nogil=True)
+def _bmm_blocked(a_buf, a_off, a_sb0, a_sb1, a_sm, a_sk,
+                 b_buf, b_off, b_sb0, b_sb1, b_sk, b_sn,
+                 out_buf, nb1, M, N, K, rows_per_unit, u0, u1, scratch_buf):
+    """Work units u0 <= u < u1 of ``bmm``. Unit u is rows [r0, r0 + rows_per_unit) of batch entry
+    t = u // units_per_batch (flattened over (nb0, nb1)), r0 = (u % units_per_batch) * rows_per_unit.
+    Units write disjoint rows of ``out``, so threads may run different units at the same time,
+    each with its own ``scratch_buf`` (SCRATCH_SIZE elements)."""
+    A = as_array(a_buf)
+    B = as_array(b_buf)
+    C = as_array(out_buf)
+    S = as_array(scratch_buf)
+    units_per_batch = (M + rows_per_unit - 1) // rows_per_unit
+    for u in range(u0, u1):
+        t = u // units_per_batch
+        r0 = (u % units_per_batch) * rows_per_unit
+        m = min(M, r0 + rows_per_unit) - r0
+        i0 = t // nb1
+        i1 = t - i0 * nb1
+        a_base = a_off + i0 * a_sb0 + i1 * a_sb1 + r0 * a_sm
+        b_base = b_off + i0 * b_sb0 + i1 * b_sb1
+        c_base = (t * M + r0) * N
+
+        if K == 0:  # an empty sum: out is zero (it may hold garbage on entry)
+            rows = C[c_base:c_base + m * N]
+            for q in range(m * N):
+                rows[q] = 0.0
+            continue
+
+        pack_b = b_sn != 1 or m >= PACK_B_MIN_ROWS
+        for jc in range(0, N, NC):              # a panel of NC columns of B and C
+            nc = min(NC, N - jc)
+            for pc in range(0, K, KC):          # a KC-deep slice of that panel
+                kc = min(KC, K - pc)
+                accumulate = pc > 0             # later slices add to the partial sums in C
+                b_panel = b_base + pc * b_sk + jc * b_sn
+                if pack_b:
+                    # Strip s (columns jc + s*NR ...) goes to S[s*NR*kc:]: contiguous 16-wide rows.
+                    for jr in range(0, nc, NR):
+                        _pack_b_strip(B, b_panel + jr * b_sn, b_sk, b_sn, kc, min(NR, nc - jr),
+                                      S, _S_BPANEL + jr * kc)
+                for ic in range(0, m, MC):      # MC rows: their A slice stays in L2 across jr
+                    mc = min(MC, m - ic)
+                    for jr in range(0, nc, NR):     # one strip of NR columns
+                        nr = min(NR, nc - jr)
+                        if pack_b:
+                            b_src, b_pos, b_ps = S, _S_BPANEL + jr * kc, NR
+                        elif nr == NR:              # row-major B, full strip: read it in place
+                            b_src, b_pos, b_ps = B, b_panel + jr, b_sk
+                        else:                       # last, narrow strip: pad it with zeros
+                            _pack_b_strip(B, b_panel + jr, b_sk, 1, kc, nr, S, _S_BEDGE)
+                            b_src, b_pos, b_ps = S, _S_BEDGE, NR
+                        for ir in range(ic, ic + mc, MR):  # MR rows: one micro-kernel call
+                            mr = min(MR, ic + mc - ir)
+                            a_pos = a_base + ir * a_sm + pc * a_sk
+                            if mr == MR and a_sm != 0:
+                                a_src, a_rs, a_ps = A, a_sm, a_sk
+                            else:                   # short strip or broadcast rows: pack, zero-padded
+                                _pack_a_strip(A, a_pos, a_sm, a_sk, mr, kc, S, _S_AEDGE)
+                                a_src, a_pos, a_rs, a_ps = S, _S_AEDGE, 1, MR
+                            c_pos = c_base + ir * N + jc + jr
+                            if mr == MR and nr == NR:
+                                _micro(a_src, a_pos, a_rs, a_ps, b_src, b_pos, b_ps, kc,
+                                       C, c_pos, N, accumulate)
+                            else:
+                                # Edge tile: compute the full tile into scratch, keep the valid part.
+                                _micro(a_src, a_pos, a_rs, a_ps, b_src, b_pos, b_ps, kc,
+                                       S, _S_TILE, NR, False)
+                                for i in range(mr):
+                                    c_row = C[c_pos + i * N:c_pos + i * N + nr]
+                                    t_row = S[_S_TILE + i * NR:_S_TILE + i * NR + nr]
+                                    if accumulate:
+                                        for j in range(nr):
+                                            c_row[j] += t_row[j]
+                                    else:
+                                        for j in range(nr):
+                                            c_row[j] = t_row[j]
+
+
+# ---------------------------------------------------------------------------------------------
+# Compiling with the SLP vectoriser
+# ---------------------------------------------------------------------------------------------
+
+@contextmanager
+def _slp_vectoriser():
+    """Turn on LLVM's SLP vectoriser while the blocked kernel compiles.
+
+    numba leaves it off by default (``NUMBA_SLP_VECTORIZE``), but it is what turns the 128 scalar
+    accumulators of the micro-kernel into 8 vector registers: without it the micro-kernel runs
+    ~30x slower. numba reads the flag each time it builds an optimisation pipeline, so setting it
+    around our own compilation only affects our kernels. A kernel loaded from the on-disk cache
+    was compiled under this flag too, because it is only ever compiled here.
+    """
+    old = numba.config.SLP_VECTORIZE
+    numba.config.SLP_VECTORIZE = 1
+    try:
+        yield
+    finally:
+        numba.config.SLP_VECTORIZE = old
+
+
+_compiled = set()       # typecodes whose kernels are compiled (or loaded from the cache)
+_compile_lock = threading.Lock()
+
+
+def ensure_compiled(typecode):
+    """Compile (or load from cache) the kernels for typecode ``'f'`` or ``'d'``. ``bmm`` calls it on
+    first use; call it earlier to move the compile time out of a timed region."""
+    if typecode in _compiled:
+        return
+    with _compile_lock:
+        if typecode in _compiled:
+            return
+        if not numba.config.DISABLE_JIT:
+            with _slp_vectoriser():
+                # A 1 x 1 x 1 call makes numba compile this signature (or load it from the cache).
+                one = array.array(typecode, [1.0])
+                out = array.array(typecode, [0.0])
+                _bmm_blocked(one, 0, 0, 0, 1, 1, one, 0, 0, 0, 1, 1,
+                             out, 1, 1, 1, 1, 1, 0, 1, array.array(typecode, bytes(SCRATCH_SIZE * one.itemsize)))
+        _compiled.add(typecode)
+
+
+# ---------------------------------------------------------------------------------------------
+# Scratch buffers and the public entry point
+# ---------------------------------------------------------------------------------------------
+
+_local = threading.local()
+
+
+def _scratch(typecode):
+    """This thread's scratch buffer for ``typecode`` (allocated once per thread and dtype: a small
+    matmul allocates nothing)."""
+    try:
+        return _local.f if typecode == "f" else _local.d
+    except AttributeError:
+        buf = array.array(typecode, bytes(SCRATCH_SIZE * array.array(typecode).itemsize))
+        setattr(_local, typecode, buf)
+        return buf
+
+
+# Below this many multiply-adds (nb0*nb1*M*N*K) a call runs on one thread: handing work to the
+# pool costs ~20 us, about what one core needs for 2-4 million multiply-adds here.
+PARALLEL_MIN_WORK = 1 << 21
+
+
+def bmm(a, a_off, a_sb0, a_sb1, a_sm, a_sk,
+        b, b_off, b_sb0, b_sb1, b_sk, b_sn,
+        out, nb0, nb1, M, N, K):
+    """out[i0, i1] = a[i0, i1] @ b[i0, i1] for a (nb0, nb1, M, K) and b (nb0, nb1, K, N) strided
+    views into flat buffers (element strides, any of them may be 0 for broadcast, a or b may be
+    transposed views, i.e. a_sk != 1 or b_sn != 1), out a fresh contiguous (nb0, nb1, M, N) buffer.
+
+    Element (i, p) of matrix (i0, i1) of ``a`` is ``a[a_off + i0*a_sb0 + i1*a_sb1 + i*a_sm + p*a_sk]``;
+    likewise ``b[b_off + i0*b_sb0 + i1*b_sb1 + p*b_sk + j*b_sn]``; ``out[((i0*nb1 + i1)*M + i)*N + j]``.
+
+    The caller has validated everything: ``a``, ``b``, ``out`` are ``array.array`` of one typecode
+    (``'f'`` or ``'d'``), offsets and strides are non-negative and every addressed element is inside
+    its buffer, ``len(out) >= nb0*nb1*M*N``, and ``out`` shares no memory with ``a`` or ``b``. Nothing
+    is checked here (numba does not bounds-check: a wrong stride reads or writes out of bounds).
+    ``out`` is overwritten (its old contents are ignored); K == 0 gives zeros. Returns nothing.
+    """
+    typecode = a.typecode
+    if typecode not in _compiled:
+        ensure_compiled(typecode)
+    nbatch = nb0 * nb1
+    if nbatch == 0 or M == 0 or N == 0:
+        return
+    work = nbatch * M * N * K
+    if work < PARALLEL_MIN_WORK or threads.num_threads() == 1:
+        _bmm_blocked(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
+                     out, nb1, M, N, K, M, 0, nbatch, _scratch(typecode))
+        return
+    _bmm_threaded(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
+                  out, nbatch, nb1, M, N, K)
+
+
+def _bmm_threaded(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
+                  out, nbatch, nb1, M, N, K):
+    n_threads = threads.num_threads()
+    if nbatch >= 4 * n_threads:
+        # Many matrices: whole batch entries per unit; even at worst one thread gets one entry
+        # more than another, a small imbalance.
+        rows_per_unit = M
+    else:
+        # Few matrices: cut each into row blocks (multiples of MR, so only the last block of a
+        # matrix has an edge strip), about n_threads blocks per matrix in total.
+        per_thread = -(-nbatch * M // n_threads)
+        rows_per_unit = max(MR, -(-min(M, per_thread) // MR) * MR)
+    units = nbatch * (-(-M // rows_per_unit))
+    typecode = a.typecode
+
+    def run(u0, u1):
+        _bmm_blocked(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
+                     out, nb1, M, N, K, rows_per_unit, u0, u1, _scratch(typecode))
+
+    threads.parallel_for(run, units)
