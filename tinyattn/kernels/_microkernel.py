@@ -6,14 +6,16 @@ written as loops; read that one. This one is only used compiled (``NUMBA_DISABLE
 
 from numba import njit
 
+from .buffers import load
+
 MR = 8
 NR = 16
 
 
-@njit(nogil=True, fastmath={'contract'})
+@njit(nogil=True, fastmath={'contract'}, inline='always')
 def micro_kernel(a, a_pos, a_rs, a_ps, b, b_pos, b_ps, kc, c, c_pos, c_rs, accumulate):
     """c[i, j] (+)= sum over p < kc of a[i, p] * b[p, j] for an 8 x 16 tile, where
-    a[i, p] = a[a_pos + i*a_rs + p*a_ps] (a_rs > 0), b[p, j] = b[b_pos + p*b_ps + j],
+    a[i, p] = a[a_pos + i*a_rs + p*a_ps], b[p, j] = b[b_pos + p*b_ps + j],
     c[i, j] = c[c_pos + i*c_rs + j]; adds to c when accumulate is true, else overwrites.
     """
     if accumulate:
@@ -43,14 +45,18 @@ def micro_kernel(a, a_pos, a_rs, a_ps, b, b_pos, b_ps, kc, c, c_pos, c_rs, accum
         c5_0 = zero; c5_1 = zero; c5_2 = zero; c5_3 = zero; c5_4 = zero; c5_5 = zero; c5_6 = zero; c5_7 = zero; c5_8 = zero; c5_9 = zero; c5_10 = zero; c5_11 = zero; c5_12 = zero; c5_13 = zero; c5_14 = zero; c5_15 = zero
         c6_0 = zero; c6_1 = zero; c6_2 = zero; c6_3 = zero; c6_4 = zero; c6_5 = zero; c6_6 = zero; c6_7 = zero; c6_8 = zero; c6_9 = zero; c6_10 = zero; c6_11 = zero; c6_12 = zero; c6_13 = zero; c6_14 = zero; c6_15 = zero
         c7_0 = zero; c7_1 = zero; c7_2 = zero; c7_3 = zero; c7_4 = zero; c7_5 = zero; c7_6 = zero; c7_7 = zero; c7_8 = zero; c7_9 = zero; c7_10 = zero; c7_11 = zero; c7_12 = zero; c7_13 = zero; c7_14 = zero; c7_15 = zero
-    a_span = 7 * a_rs + 1
+    a_r1 = 1 * a_rs
+    a_r2 = 2 * a_rs
+    a_r3 = 3 * a_rs
+    a_r4 = 4 * a_rs
+    a_r5 = 5 * a_rs
+    a_r6 = 6 * a_rs
+    a_r7 = 7 * a_rs
     for p in range(kc):
-        x = a[a_pos:a_pos + a_span:a_rs]
-        y = b[b_pos:b_pos + 16]
+        a0 = load(a, a_pos); a1 = load(a, a_pos + a_r1); a2 = load(a, a_pos + a_r2); a3 = load(a, a_pos + a_r3); a4 = load(a, a_pos + a_r4); a5 = load(a, a_pos + a_r5); a6 = load(a, a_pos + a_r6); a7 = load(a, a_pos + a_r7)
+        b0 = load(b, b_pos); b1 = load(b, b_pos + 1); b2 = load(b, b_pos + 2); b3 = load(b, b_pos + 3); b4 = load(b, b_pos + 4); b5 = load(b, b_pos + 5); b6 = load(b, b_pos + 6); b7 = load(b, b_pos + 7); b8 = load(b, b_pos + 8); b9 = load(b, b_pos + 9); b10 = load(b, b_pos + 10); b11 = load(b, b_pos + 11); b12 = load(b, b_pos + 12); b13 = load(b, b_pos + 13); b14 = load(b, b_pos + 14); b15 = load(b, b_pos + 15)
         a_pos += a_ps
         b_pos += b_ps
-        a0 = x[0]; a1 = x[1]; a2 = x[2]; a3 = x[3]; a4 = x[4]; a5 = x[5]; a6 = x[6]; a7 = x[7]
-        b0 = y[0]; b1 = y[1]; b2 = y[2]; b3 = y[3]; b4 = y[4]; b5 = y[5]; b6 = y[6]; b7 = y[7]; b8 = y[8]; b9 = y[9]; b10 = y[10]; b11 = y[11]; b12 = y[12]; b13 = y[13]; b14 = y[14]; b15 = y[15]
         c0_0 += a0 * b0; c0_1 += a0 * b1; c0_2 += a0 * b2; c0_3 += a0 * b3; c0_4 += a0 * b4; c0_5 += a0 * b5; c0_6 += a0 * b6; c0_7 += a0 * b7; c0_8 += a0 * b8; c0_9 += a0 * b9; c0_10 += a0 * b10; c0_11 += a0 * b11; c0_12 += a0 * b12; c0_13 += a0 * b13; c0_14 += a0 * b14; c0_15 += a0 * b15
         c1_0 += a1 * b0; c1_1 += a1 * b1; c1_2 += a1 * b2; c1_3 += a1 * b3; c1_4 += a1 * b4; c1_5 += a1 * b5; c1_6 += a1 * b6; c1_7 += a1 * b7; c1_8 += a1 * b8; c1_9 += a1 * b9; c1_10 += a1 * b10; c1_11 += a1 * b11; c1_12 += a1 * b12; c1_13 += a1 * b13; c1_14 += a1 * b14; c1_15 += a1 * b15
         c2_0 += a2 * b0; c2_1 += a2 * b1; c2_2 += a2 * b2; c2_3 += a2 * b3; c2_4 += a2 * b4; c2_5 += a2 * b5; c2_6 += a2 * b6; c2_7 += a2 * b7; c2_8 += a2 * b8; c2_9 += a2 * b9; c2_10 += a2 * b10; c2_11 += a2 * b11; c2_12 += a2 * b12; c2_13 += a2 * b13; c2_14 += a2 * b14; c2_15 += a2 * b15

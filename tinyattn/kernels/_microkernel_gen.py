@@ -24,6 +24,8 @@ written as loops; read that one. This one is only used compiled (``NUMBA_DISABLE
 
 from numba import njit
 
+from .buffers import load
+
 MR = {mr}
 NR = {nr}
 
@@ -38,10 +40,10 @@ def micro_source(mr, nr, name="micro_kernel"):
         # cached, and must be compiled with the SLP vectoriser on (see matmul._slp_vectoriser).
         # contract: a*b+c may become one fused multiply-add. Nothing else: no reassociation, so
         # LLVM does not vectorise the p loop as a reduction, the SLP vectoriser works across j.
-        "@njit(nogil=True, fastmath={'contract'})",
+        "@njit(nogil=True, fastmath={'contract'}, inline='always')",
         f"def {name}(a, a_pos, a_rs, a_ps, b, b_pos, b_ps, kc, c, c_pos, c_rs, accumulate):",
         f'{ind}"""c[i, j] (+)= sum over p < kc of a[i, p] * b[p, j] for an {mr} x {nr} tile, where',
-        f"{ind}a[i, p] = a[a_pos + i*a_rs + p*a_ps] (a_rs > 0), b[p, j] = b[b_pos + p*b_ps + j],",
+        f"{ind}a[i, p] = a[a_pos + i*a_rs + p*a_ps], b[p, j] = b[b_pos + p*b_ps + j],",
         f"{ind}c[i, j] = c[c_pos + i*c_rs + j]; adds to c when accumulate is true, else overwrites.",
         f'{ind}"""',
         f"{ind}if accumulate:",
@@ -53,16 +55,16 @@ def micro_source(mr, nr, name="micro_kernel"):
     lines.append(f"{ind*2}zero = c.dtype.type(0)")
     for i in range(mr):
         lines.append(ind * 2 + "; ".join(f"c{i}_{j} = zero" for j in range(nr)))
+    # Offsets of the MR rows of A, computed once: inside the loop each step is 9 loads, 8 vector FMAs.
+    lines += [f"{ind}a_r{i} = {i} * a_rs" for i in range(1, mr)]
     lines += [
-        f"{ind}a_span = {mr - 1} * a_rs + 1",
         f"{ind}for p in range(kc):",
-        # Slices indexed by constants: no negative-index wrapping, so loads stay simple.
-        f"{ind*2}x = a[a_pos:a_pos + a_span:a_rs]",
-        f"{ind*2}y = b[b_pos:b_pos + {nr}]",
+        # load() is a[i] without numba's negative-index wrap-around (see buffers.py): with it the
+        # loop is nothing but the loads and FMAs.
+        ind * 2 + "; ".join(f"a{i} = load(a, a_pos" + (f" + a_r{i})" if i else ")") for i in range(mr)),
+        ind * 2 + "; ".join(f"b{j} = load(b, b_pos" + (f" + {j})" if j else ")") for j in range(nr)),
         f"{ind*2}a_pos += a_ps",
         f"{ind*2}b_pos += b_ps",
-        ind * 2 + "; ".join(f"a{i} = x[{i}]" for i in range(mr)),
-        ind * 2 + "; ".join(f"b{j} = y[{j}]" for j in range(nr)),
     ]
     for i in range(mr):
         lines.append(ind * 2 + "; ".join(f"c{i}_{j} += a{i} * b{j}" for j in range(nr)))

@@ -37,53 +37,14 @@ import threading
 from contextlib import contextmanager
 
 import numba
-from numba import njit, types
-from numba.core.imputils import impl_ret_borrowed
-from numba.extending import intrinsic, overload
+from numba import njit
 
 from . import threads
+from .buffers import as_array
 from ._microkernel import MR, NR
 from ._microkernel import micro_kernel as _micro_unrolled
 
-__all__ = ["bmm", "bmm_reference", "as_array", "ensure_compiled"]
-
-
-# ---------------------------------------------------------------------------------------------
-# Buffers as arrays
-# ---------------------------------------------------------------------------------------------
-
-def as_array(buf):
-    """A sliceable, writable 1-d view of the flat buffer ``buf`` (no copy).
-
-    Kernels slice rows out of buffers (``row = c[pos:pos + n]``) and index the slice from 0: numba
-    then knows the index is not negative and skips its negative-index wrap-around, which is what
-    lets LLVM vectorise the inner loops. ``array.array`` itself cannot be sliced in numba (and its
-    Python slices are copies), so compiled code re-types the buffer as a 1-d array
-    (``_buffer_as_array`` below), and interpreted code (``NUMBA_DISABLE_JIT=1``) uses this plain
-    Python twin: a ``memoryview``, whose slices are views too.
-    """
-    return memoryview(buf)
-
-
-@intrinsic
-def _buffer_as_array(typingctx, buf):
-    # numba stores array.array, memoryview and numpy arrays in the same struct (ArrayModel), so
-    # re-typing is free: the same struct, now typed as a C-contiguous 1-d array. Borrowed: the
-    # buffer object owns the memory and outlives the kernel call.
-    if not isinstance(buf, types.Buffer) or buf.ndim != 1:
-        return None
-    array_type = types.Array(buf.dtype, 1, "C")
-
-    def codegen(context, builder, signature, args):
-        return impl_ret_borrowed(context, builder, array_type, args[0])
-
-    return array_type(buf), codegen
-
-
-@overload(as_array)
-def _as_array_jit(buf):
-    if isinstance(buf, types.Buffer):
-        return lambda buf: _buffer_as_array(buf)
+__all__ = ["bmm", "bmm_reference", "ensure_compiled"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,19 +214,20 @@ def _bmm_blocked(a_buf, a_off, a_sb0, a_sb1, a_sm, a_sk,
                         for ir in range(ic, ic + mc, MR):  # MR rows: one micro-kernel call
                             mr = min(MR, ic + mc - ir)
                             a_pos = a_base + ir * a_sm + pc * a_sk
-                            if mr == MR and a_sm != 0:
+                            if mr == MR:
                                 a_src, a_rs, a_ps = A, a_sm, a_sk
-                            else:                   # short strip or broadcast rows: pack, zero-padded
+                            else:                   # short strip: pack it, zero-padded
                                 _pack_a_strip(A, a_pos, a_sm, a_sk, mr, kc, S, _S_AEDGE)
                                 a_src, a_pos, a_rs, a_ps = S, _S_AEDGE, 1, MR
                             c_pos = c_base + ir * N + jc + jr
-                            if mr == MR and nr == NR:
-                                _micro(a_src, a_pos, a_rs, a_ps, b_src, b_pos, b_ps, kc,
-                                       C, c_pos, N, accumulate)
-                            else:
-                                # Edge tile: compute the full tile into scratch, keep the valid part.
-                                _micro(a_src, a_pos, a_rs, a_ps, b_src, b_pos, b_ps, kc,
-                                       S, _S_TILE, NR, False)
+                            full = mr == MR and nr == NR
+                            if full:            # write the tile straight into C
+                                d_buf, d_pos, d_rs, d_acc = C, c_pos, N, accumulate
+                            else:               # edge tile: compute it whole into scratch ...
+                                d_buf, d_pos, d_rs, d_acc = S, _S_TILE, NR, False
+                            _micro(a_src, a_pos, a_rs, a_ps, b_src, b_pos, b_ps, kc,
+                                   d_buf, d_pos, d_rs, d_acc)
+                            if not full:        # ... and keep its valid part
                                 for i in range(mr):
                                     c_row = C[c_pos + i * N:c_pos + i * N + nr]
                                     t_row = S[_S_TILE + i * NR:_S_TILE + i * NR + nr]
@@ -341,7 +303,7 @@ def _scratch(typecode):
 
 # Below this many multiply-adds (nb0*nb1*M*N*K) a call runs on one thread: handing work to the
 # pool costs ~20 us, about what one core needs for 2-4 million multiply-adds here.
-PARALLEL_MIN_WORK = 1 << 21
+PARALLEL_MIN_WORK = 1 << 22
 
 
 def bmm(a, a_off, a_sb0, a_sb1, a_sm, a_sk,
