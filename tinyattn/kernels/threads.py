@@ -75,6 +75,8 @@ def _get_pool():
 def split(n, parts):
     """Split ``range(n)`` into at most ``parts`` contiguous ``(start, stop)`` blocks whose sizes differ
     by at most one, larger blocks first. Empty blocks are left out."""
+    if n <= 0:
+        return []
     parts = max(1, min(parts, n))
     size, extra = divmod(n, parts)
     blocks = []
