@@ -6,7 +6,7 @@ written as loops; read that one. This one is only used compiled (``NUMBA_DISABLE
 
 from numba import njit
 
-from .buffers import load
+from .buffers import load, store
 
 MR = 8
 NR = 16
@@ -17,24 +17,31 @@ def micro_kernel(a, a_pos, a_rs, a_ps, b, b_pos, b_ps, kc, c, c_pos, c_rs, accum
     """c[i, j] (+)= sum over p < kc of a[i, p] * b[p, j] for an 8 x 16 tile, where
     a[i, p] = a[a_pos + i*a_rs + p*a_ps], b[p, j] = b[b_pos + p*b_ps + j],
     c[i, j] = c[c_pos + i*c_rs + j]; adds to c when accumulate is true, else overwrites.
+    Every index must be in bounds: load() and store() do not check (see buffers.py).
     """
+    c_r1 = c_pos + 1 * c_rs
+    c_r2 = c_pos + 2 * c_rs
+    c_r3 = c_pos + 3 * c_rs
+    c_r4 = c_pos + 4 * c_rs
+    c_r5 = c_pos + 5 * c_rs
+    c_r6 = c_pos + 6 * c_rs
+    c_r7 = c_pos + 7 * c_rs
+    a_r1 = 1 * a_rs
+    a_r2 = 2 * a_rs
+    a_r3 = 3 * a_rs
+    a_r4 = 4 * a_rs
+    a_r5 = 5 * a_rs
+    a_r6 = 6 * a_rs
+    a_r7 = 7 * a_rs
     if accumulate:
-        r = c[c_pos + 0 * c_rs:c_pos + 0 * c_rs + 16]
-        c0_0 = r[0]; c0_1 = r[1]; c0_2 = r[2]; c0_3 = r[3]; c0_4 = r[4]; c0_5 = r[5]; c0_6 = r[6]; c0_7 = r[7]; c0_8 = r[8]; c0_9 = r[9]; c0_10 = r[10]; c0_11 = r[11]; c0_12 = r[12]; c0_13 = r[13]; c0_14 = r[14]; c0_15 = r[15]
-        r = c[c_pos + 1 * c_rs:c_pos + 1 * c_rs + 16]
-        c1_0 = r[0]; c1_1 = r[1]; c1_2 = r[2]; c1_3 = r[3]; c1_4 = r[4]; c1_5 = r[5]; c1_6 = r[6]; c1_7 = r[7]; c1_8 = r[8]; c1_9 = r[9]; c1_10 = r[10]; c1_11 = r[11]; c1_12 = r[12]; c1_13 = r[13]; c1_14 = r[14]; c1_15 = r[15]
-        r = c[c_pos + 2 * c_rs:c_pos + 2 * c_rs + 16]
-        c2_0 = r[0]; c2_1 = r[1]; c2_2 = r[2]; c2_3 = r[3]; c2_4 = r[4]; c2_5 = r[5]; c2_6 = r[6]; c2_7 = r[7]; c2_8 = r[8]; c2_9 = r[9]; c2_10 = r[10]; c2_11 = r[11]; c2_12 = r[12]; c2_13 = r[13]; c2_14 = r[14]; c2_15 = r[15]
-        r = c[c_pos + 3 * c_rs:c_pos + 3 * c_rs + 16]
-        c3_0 = r[0]; c3_1 = r[1]; c3_2 = r[2]; c3_3 = r[3]; c3_4 = r[4]; c3_5 = r[5]; c3_6 = r[6]; c3_7 = r[7]; c3_8 = r[8]; c3_9 = r[9]; c3_10 = r[10]; c3_11 = r[11]; c3_12 = r[12]; c3_13 = r[13]; c3_14 = r[14]; c3_15 = r[15]
-        r = c[c_pos + 4 * c_rs:c_pos + 4 * c_rs + 16]
-        c4_0 = r[0]; c4_1 = r[1]; c4_2 = r[2]; c4_3 = r[3]; c4_4 = r[4]; c4_5 = r[5]; c4_6 = r[6]; c4_7 = r[7]; c4_8 = r[8]; c4_9 = r[9]; c4_10 = r[10]; c4_11 = r[11]; c4_12 = r[12]; c4_13 = r[13]; c4_14 = r[14]; c4_15 = r[15]
-        r = c[c_pos + 5 * c_rs:c_pos + 5 * c_rs + 16]
-        c5_0 = r[0]; c5_1 = r[1]; c5_2 = r[2]; c5_3 = r[3]; c5_4 = r[4]; c5_5 = r[5]; c5_6 = r[6]; c5_7 = r[7]; c5_8 = r[8]; c5_9 = r[9]; c5_10 = r[10]; c5_11 = r[11]; c5_12 = r[12]; c5_13 = r[13]; c5_14 = r[14]; c5_15 = r[15]
-        r = c[c_pos + 6 * c_rs:c_pos + 6 * c_rs + 16]
-        c6_0 = r[0]; c6_1 = r[1]; c6_2 = r[2]; c6_3 = r[3]; c6_4 = r[4]; c6_5 = r[5]; c6_6 = r[6]; c6_7 = r[7]; c6_8 = r[8]; c6_9 = r[9]; c6_10 = r[10]; c6_11 = r[11]; c6_12 = r[12]; c6_13 = r[13]; c6_14 = r[14]; c6_15 = r[15]
-        r = c[c_pos + 7 * c_rs:c_pos + 7 * c_rs + 16]
-        c7_0 = r[0]; c7_1 = r[1]; c7_2 = r[2]; c7_3 = r[3]; c7_4 = r[4]; c7_5 = r[5]; c7_6 = r[6]; c7_7 = r[7]; c7_8 = r[8]; c7_9 = r[9]; c7_10 = r[10]; c7_11 = r[11]; c7_12 = r[12]; c7_13 = r[13]; c7_14 = r[14]; c7_15 = r[15]
+        c0_0 = load(c, c_pos); c0_1 = load(c, c_pos + 1); c0_2 = load(c, c_pos + 2); c0_3 = load(c, c_pos + 3); c0_4 = load(c, c_pos + 4); c0_5 = load(c, c_pos + 5); c0_6 = load(c, c_pos + 6); c0_7 = load(c, c_pos + 7); c0_8 = load(c, c_pos + 8); c0_9 = load(c, c_pos + 9); c0_10 = load(c, c_pos + 10); c0_11 = load(c, c_pos + 11); c0_12 = load(c, c_pos + 12); c0_13 = load(c, c_pos + 13); c0_14 = load(c, c_pos + 14); c0_15 = load(c, c_pos + 15)
+        c1_0 = load(c, c_r1); c1_1 = load(c, c_r1 + 1); c1_2 = load(c, c_r1 + 2); c1_3 = load(c, c_r1 + 3); c1_4 = load(c, c_r1 + 4); c1_5 = load(c, c_r1 + 5); c1_6 = load(c, c_r1 + 6); c1_7 = load(c, c_r1 + 7); c1_8 = load(c, c_r1 + 8); c1_9 = load(c, c_r1 + 9); c1_10 = load(c, c_r1 + 10); c1_11 = load(c, c_r1 + 11); c1_12 = load(c, c_r1 + 12); c1_13 = load(c, c_r1 + 13); c1_14 = load(c, c_r1 + 14); c1_15 = load(c, c_r1 + 15)
+        c2_0 = load(c, c_r2); c2_1 = load(c, c_r2 + 1); c2_2 = load(c, c_r2 + 2); c2_3 = load(c, c_r2 + 3); c2_4 = load(c, c_r2 + 4); c2_5 = load(c, c_r2 + 5); c2_6 = load(c, c_r2 + 6); c2_7 = load(c, c_r2 + 7); c2_8 = load(c, c_r2 + 8); c2_9 = load(c, c_r2 + 9); c2_10 = load(c, c_r2 + 10); c2_11 = load(c, c_r2 + 11); c2_12 = load(c, c_r2 + 12); c2_13 = load(c, c_r2 + 13); c2_14 = load(c, c_r2 + 14); c2_15 = load(c, c_r2 + 15)
+        c3_0 = load(c, c_r3); c3_1 = load(c, c_r3 + 1); c3_2 = load(c, c_r3 + 2); c3_3 = load(c, c_r3 + 3); c3_4 = load(c, c_r3 + 4); c3_5 = load(c, c_r3 + 5); c3_6 = load(c, c_r3 + 6); c3_7 = load(c, c_r3 + 7); c3_8 = load(c, c_r3 + 8); c3_9 = load(c, c_r3 + 9); c3_10 = load(c, c_r3 + 10); c3_11 = load(c, c_r3 + 11); c3_12 = load(c, c_r3 + 12); c3_13 = load(c, c_r3 + 13); c3_14 = load(c, c_r3 + 14); c3_15 = load(c, c_r3 + 15)
+        c4_0 = load(c, c_r4); c4_1 = load(c, c_r4 + 1); c4_2 = load(c, c_r4 + 2); c4_3 = load(c, c_r4 + 3); c4_4 = load(c, c_r4 + 4); c4_5 = load(c, c_r4 + 5); c4_6 = load(c, c_r4 + 6); c4_7 = load(c, c_r4 + 7); c4_8 = load(c, c_r4 + 8); c4_9 = load(c, c_r4 + 9); c4_10 = load(c, c_r4 + 10); c4_11 = load(c, c_r4 + 11); c4_12 = load(c, c_r4 + 12); c4_13 = load(c, c_r4 + 13); c4_14 = load(c, c_r4 + 14); c4_15 = load(c, c_r4 + 15)
+        c5_0 = load(c, c_r5); c5_1 = load(c, c_r5 + 1); c5_2 = load(c, c_r5 + 2); c5_3 = load(c, c_r5 + 3); c5_4 = load(c, c_r5 + 4); c5_5 = load(c, c_r5 + 5); c5_6 = load(c, c_r5 + 6); c5_7 = load(c, c_r5 + 7); c5_8 = load(c, c_r5 + 8); c5_9 = load(c, c_r5 + 9); c5_10 = load(c, c_r5 + 10); c5_11 = load(c, c_r5 + 11); c5_12 = load(c, c_r5 + 12); c5_13 = load(c, c_r5 + 13); c5_14 = load(c, c_r5 + 14); c5_15 = load(c, c_r5 + 15)
+        c6_0 = load(c, c_r6); c6_1 = load(c, c_r6 + 1); c6_2 = load(c, c_r6 + 2); c6_3 = load(c, c_r6 + 3); c6_4 = load(c, c_r6 + 4); c6_5 = load(c, c_r6 + 5); c6_6 = load(c, c_r6 + 6); c6_7 = load(c, c_r6 + 7); c6_8 = load(c, c_r6 + 8); c6_9 = load(c, c_r6 + 9); c6_10 = load(c, c_r6 + 10); c6_11 = load(c, c_r6 + 11); c6_12 = load(c, c_r6 + 12); c6_13 = load(c, c_r6 + 13); c6_14 = load(c, c_r6 + 14); c6_15 = load(c, c_r6 + 15)
+        c7_0 = load(c, c_r7); c7_1 = load(c, c_r7 + 1); c7_2 = load(c, c_r7 + 2); c7_3 = load(c, c_r7 + 3); c7_4 = load(c, c_r7 + 4); c7_5 = load(c, c_r7 + 5); c7_6 = load(c, c_r7 + 6); c7_7 = load(c, c_r7 + 7); c7_8 = load(c, c_r7 + 8); c7_9 = load(c, c_r7 + 9); c7_10 = load(c, c_r7 + 10); c7_11 = load(c, c_r7 + 11); c7_12 = load(c, c_r7 + 12); c7_13 = load(c, c_r7 + 13); c7_14 = load(c, c_r7 + 14); c7_15 = load(c, c_r7 + 15)
     else:
         zero = c.dtype.type(0)
         c0_0 = zero; c0_1 = zero; c0_2 = zero; c0_3 = zero; c0_4 = zero; c0_5 = zero; c0_6 = zero; c0_7 = zero; c0_8 = zero; c0_9 = zero; c0_10 = zero; c0_11 = zero; c0_12 = zero; c0_13 = zero; c0_14 = zero; c0_15 = zero
@@ -45,13 +52,6 @@ def micro_kernel(a, a_pos, a_rs, a_ps, b, b_pos, b_ps, kc, c, c_pos, c_rs, accum
         c5_0 = zero; c5_1 = zero; c5_2 = zero; c5_3 = zero; c5_4 = zero; c5_5 = zero; c5_6 = zero; c5_7 = zero; c5_8 = zero; c5_9 = zero; c5_10 = zero; c5_11 = zero; c5_12 = zero; c5_13 = zero; c5_14 = zero; c5_15 = zero
         c6_0 = zero; c6_1 = zero; c6_2 = zero; c6_3 = zero; c6_4 = zero; c6_5 = zero; c6_6 = zero; c6_7 = zero; c6_8 = zero; c6_9 = zero; c6_10 = zero; c6_11 = zero; c6_12 = zero; c6_13 = zero; c6_14 = zero; c6_15 = zero
         c7_0 = zero; c7_1 = zero; c7_2 = zero; c7_3 = zero; c7_4 = zero; c7_5 = zero; c7_6 = zero; c7_7 = zero; c7_8 = zero; c7_9 = zero; c7_10 = zero; c7_11 = zero; c7_12 = zero; c7_13 = zero; c7_14 = zero; c7_15 = zero
-    a_r1 = 1 * a_rs
-    a_r2 = 2 * a_rs
-    a_r3 = 3 * a_rs
-    a_r4 = 4 * a_rs
-    a_r5 = 5 * a_rs
-    a_r6 = 6 * a_rs
-    a_r7 = 7 * a_rs
     for p in range(kc):
         a0 = load(a, a_pos); a1 = load(a, a_pos + a_r1); a2 = load(a, a_pos + a_r2); a3 = load(a, a_pos + a_r3); a4 = load(a, a_pos + a_r4); a5 = load(a, a_pos + a_r5); a6 = load(a, a_pos + a_r6); a7 = load(a, a_pos + a_r7)
         b0 = load(b, b_pos); b1 = load(b, b_pos + 1); b2 = load(b, b_pos + 2); b3 = load(b, b_pos + 3); b4 = load(b, b_pos + 4); b5 = load(b, b_pos + 5); b6 = load(b, b_pos + 6); b7 = load(b, b_pos + 7); b8 = load(b, b_pos + 8); b9 = load(b, b_pos + 9); b10 = load(b, b_pos + 10); b11 = load(b, b_pos + 11); b12 = load(b, b_pos + 12); b13 = load(b, b_pos + 13); b14 = load(b, b_pos + 14); b15 = load(b, b_pos + 15)
@@ -65,19 +65,11 @@ def micro_kernel(a, a_pos, a_rs, a_ps, b, b_pos, b_ps, kc, c, c_pos, c_rs, accum
         c5_0 += a5 * b0; c5_1 += a5 * b1; c5_2 += a5 * b2; c5_3 += a5 * b3; c5_4 += a5 * b4; c5_5 += a5 * b5; c5_6 += a5 * b6; c5_7 += a5 * b7; c5_8 += a5 * b8; c5_9 += a5 * b9; c5_10 += a5 * b10; c5_11 += a5 * b11; c5_12 += a5 * b12; c5_13 += a5 * b13; c5_14 += a5 * b14; c5_15 += a5 * b15
         c6_0 += a6 * b0; c6_1 += a6 * b1; c6_2 += a6 * b2; c6_3 += a6 * b3; c6_4 += a6 * b4; c6_5 += a6 * b5; c6_6 += a6 * b6; c6_7 += a6 * b7; c6_8 += a6 * b8; c6_9 += a6 * b9; c6_10 += a6 * b10; c6_11 += a6 * b11; c6_12 += a6 * b12; c6_13 += a6 * b13; c6_14 += a6 * b14; c6_15 += a6 * b15
         c7_0 += a7 * b0; c7_1 += a7 * b1; c7_2 += a7 * b2; c7_3 += a7 * b3; c7_4 += a7 * b4; c7_5 += a7 * b5; c7_6 += a7 * b6; c7_7 += a7 * b7; c7_8 += a7 * b8; c7_9 += a7 * b9; c7_10 += a7 * b10; c7_11 += a7 * b11; c7_12 += a7 * b12; c7_13 += a7 * b13; c7_14 += a7 * b14; c7_15 += a7 * b15
-    r = c[c_pos + 0 * c_rs:c_pos + 0 * c_rs + 16]
-    r[0] = c0_0; r[1] = c0_1; r[2] = c0_2; r[3] = c0_3; r[4] = c0_4; r[5] = c0_5; r[6] = c0_6; r[7] = c0_7; r[8] = c0_8; r[9] = c0_9; r[10] = c0_10; r[11] = c0_11; r[12] = c0_12; r[13] = c0_13; r[14] = c0_14; r[15] = c0_15
-    r = c[c_pos + 1 * c_rs:c_pos + 1 * c_rs + 16]
-    r[0] = c1_0; r[1] = c1_1; r[2] = c1_2; r[3] = c1_3; r[4] = c1_4; r[5] = c1_5; r[6] = c1_6; r[7] = c1_7; r[8] = c1_8; r[9] = c1_9; r[10] = c1_10; r[11] = c1_11; r[12] = c1_12; r[13] = c1_13; r[14] = c1_14; r[15] = c1_15
-    r = c[c_pos + 2 * c_rs:c_pos + 2 * c_rs + 16]
-    r[0] = c2_0; r[1] = c2_1; r[2] = c2_2; r[3] = c2_3; r[4] = c2_4; r[5] = c2_5; r[6] = c2_6; r[7] = c2_7; r[8] = c2_8; r[9] = c2_9; r[10] = c2_10; r[11] = c2_11; r[12] = c2_12; r[13] = c2_13; r[14] = c2_14; r[15] = c2_15
-    r = c[c_pos + 3 * c_rs:c_pos + 3 * c_rs + 16]
-    r[0] = c3_0; r[1] = c3_1; r[2] = c3_2; r[3] = c3_3; r[4] = c3_4; r[5] = c3_5; r[6] = c3_6; r[7] = c3_7; r[8] = c3_8; r[9] = c3_9; r[10] = c3_10; r[11] = c3_11; r[12] = c3_12; r[13] = c3_13; r[14] = c3_14; r[15] = c3_15
-    r = c[c_pos + 4 * c_rs:c_pos + 4 * c_rs + 16]
-    r[0] = c4_0; r[1] = c4_1; r[2] = c4_2; r[3] = c4_3; r[4] = c4_4; r[5] = c4_5; r[6] = c4_6; r[7] = c4_7; r[8] = c4_8; r[9] = c4_9; r[10] = c4_10; r[11] = c4_11; r[12] = c4_12; r[13] = c4_13; r[14] = c4_14; r[15] = c4_15
-    r = c[c_pos + 5 * c_rs:c_pos + 5 * c_rs + 16]
-    r[0] = c5_0; r[1] = c5_1; r[2] = c5_2; r[3] = c5_3; r[4] = c5_4; r[5] = c5_5; r[6] = c5_6; r[7] = c5_7; r[8] = c5_8; r[9] = c5_9; r[10] = c5_10; r[11] = c5_11; r[12] = c5_12; r[13] = c5_13; r[14] = c5_14; r[15] = c5_15
-    r = c[c_pos + 6 * c_rs:c_pos + 6 * c_rs + 16]
-    r[0] = c6_0; r[1] = c6_1; r[2] = c6_2; r[3] = c6_3; r[4] = c6_4; r[5] = c6_5; r[6] = c6_6; r[7] = c6_7; r[8] = c6_8; r[9] = c6_9; r[10] = c6_10; r[11] = c6_11; r[12] = c6_12; r[13] = c6_13; r[14] = c6_14; r[15] = c6_15
-    r = c[c_pos + 7 * c_rs:c_pos + 7 * c_rs + 16]
-    r[0] = c7_0; r[1] = c7_1; r[2] = c7_2; r[3] = c7_3; r[4] = c7_4; r[5] = c7_5; r[6] = c7_6; r[7] = c7_7; r[8] = c7_8; r[9] = c7_9; r[10] = c7_10; r[11] = c7_11; r[12] = c7_12; r[13] = c7_13; r[14] = c7_14; r[15] = c7_15
+    store(c, c_pos, c0_0); store(c, c_pos + 1, c0_1); store(c, c_pos + 2, c0_2); store(c, c_pos + 3, c0_3); store(c, c_pos + 4, c0_4); store(c, c_pos + 5, c0_5); store(c, c_pos + 6, c0_6); store(c, c_pos + 7, c0_7); store(c, c_pos + 8, c0_8); store(c, c_pos + 9, c0_9); store(c, c_pos + 10, c0_10); store(c, c_pos + 11, c0_11); store(c, c_pos + 12, c0_12); store(c, c_pos + 13, c0_13); store(c, c_pos + 14, c0_14); store(c, c_pos + 15, c0_15)
+    store(c, c_r1, c1_0); store(c, c_r1 + 1, c1_1); store(c, c_r1 + 2, c1_2); store(c, c_r1 + 3, c1_3); store(c, c_r1 + 4, c1_4); store(c, c_r1 + 5, c1_5); store(c, c_r1 + 6, c1_6); store(c, c_r1 + 7, c1_7); store(c, c_r1 + 8, c1_8); store(c, c_r1 + 9, c1_9); store(c, c_r1 + 10, c1_10); store(c, c_r1 + 11, c1_11); store(c, c_r1 + 12, c1_12); store(c, c_r1 + 13, c1_13); store(c, c_r1 + 14, c1_14); store(c, c_r1 + 15, c1_15)
+    store(c, c_r2, c2_0); store(c, c_r2 + 1, c2_1); store(c, c_r2 + 2, c2_2); store(c, c_r2 + 3, c2_3); store(c, c_r2 + 4, c2_4); store(c, c_r2 + 5, c2_5); store(c, c_r2 + 6, c2_6); store(c, c_r2 + 7, c2_7); store(c, c_r2 + 8, c2_8); store(c, c_r2 + 9, c2_9); store(c, c_r2 + 10, c2_10); store(c, c_r2 + 11, c2_11); store(c, c_r2 + 12, c2_12); store(c, c_r2 + 13, c2_13); store(c, c_r2 + 14, c2_14); store(c, c_r2 + 15, c2_15)
+    store(c, c_r3, c3_0); store(c, c_r3 + 1, c3_1); store(c, c_r3 + 2, c3_2); store(c, c_r3 + 3, c3_3); store(c, c_r3 + 4, c3_4); store(c, c_r3 + 5, c3_5); store(c, c_r3 + 6, c3_6); store(c, c_r3 + 7, c3_7); store(c, c_r3 + 8, c3_8); store(c, c_r3 + 9, c3_9); store(c, c_r3 + 10, c3_10); store(c, c_r3 + 11, c3_11); store(c, c_r3 + 12, c3_12); store(c, c_r3 + 13, c3_13); store(c, c_r3 + 14, c3_14); store(c, c_r3 + 15, c3_15)
+    store(c, c_r4, c4_0); store(c, c_r4 + 1, c4_1); store(c, c_r4 + 2, c4_2); store(c, c_r4 + 3, c4_3); store(c, c_r4 + 4, c4_4); store(c, c_r4 + 5, c4_5); store(c, c_r4 + 6, c4_6); store(c, c_r4 + 7, c4_7); store(c, c_r4 + 8, c4_8); store(c, c_r4 + 9, c4_9); store(c, c_r4 + 10, c4_10); store(c, c_r4 + 11, c4_11); store(c, c_r4 + 12, c4_12); store(c, c_r4 + 13, c4_13); store(c, c_r4 + 14, c4_14); store(c, c_r4 + 15, c4_15)
+    store(c, c_r5, c5_0); store(c, c_r5 + 1, c5_1); store(c, c_r5 + 2, c5_2); store(c, c_r5 + 3, c5_3); store(c, c_r5 + 4, c5_4); store(c, c_r5 + 5, c5_5); store(c, c_r5 + 6, c5_6); store(c, c_r5 + 7, c5_7); store(c, c_r5 + 8, c5_8); store(c, c_r5 + 9, c5_9); store(c, c_r5 + 10, c5_10); store(c, c_r5 + 11, c5_11); store(c, c_r5 + 12, c5_12); store(c, c_r5 + 13, c5_13); store(c, c_r5 + 14, c5_14); store(c, c_r5 + 15, c5_15)
+    store(c, c_r6, c6_0); store(c, c_r6 + 1, c6_1); store(c, c_r6 + 2, c6_2); store(c, c_r6 + 3, c6_3); store(c, c_r6 + 4, c6_4); store(c, c_r6 + 5, c6_5); store(c, c_r6 + 6, c6_6); store(c, c_r6 + 7, c6_7); store(c, c_r6 + 8, c6_8); store(c, c_r6 + 9, c6_9); store(c, c_r6 + 10, c6_10); store(c, c_r6 + 11, c6_11); store(c, c_r6 + 12, c6_12); store(c, c_r6 + 13, c6_13); store(c, c_r6 + 14, c6_14); store(c, c_r6 + 15, c6_15)
+    store(c, c_r7, c7_0); store(c, c_r7 + 1, c7_1); store(c, c_r7 + 2, c7_2); store(c, c_r7 + 3, c7_3); store(c, c_r7 + 4, c7_4); store(c, c_r7 + 5, c7_5); store(c, c_r7 + 6, c7_6); store(c, c_r7 + 7, c7_7); store(c, c_r7 + 8, c7_8); store(c, c_r7 + 9, c7_9); store(c, c_r7 + 10, c7_10); store(c, c_r7 + 11, c7_11); store(c, c_r7 + 12, c7_12); store(c, c_r7 + 13, c7_13); store(c, c_r7 + 14, c7_14); store(c, c_r7 + 15, c7_15)

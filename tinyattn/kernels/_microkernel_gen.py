@@ -24,7 +24,7 @@ written as loops; read that one. This one is only used compiled (``NUMBA_DISABLE
 
 from numba import njit
 
-from .buffers import load
+from .buffers import load, store
 
 MR = {mr}
 NR = {nr}
@@ -35,42 +35,51 @@ NR = {nr}
 def micro_source(mr, nr, name="micro_kernel"):
     """Source of ``name(a, a_pos, a_rs, a_ps, b, b_pos, b_ps, kc, c, c_pos, c_rs, accumulate)``."""
     ind = "    "
+
+    def row(i):  # where row i of the C tile starts
+        return "c_pos" if i == 0 else f"c_r{i}"
+
+    def at(base, j):
+        return base if j == 0 else f"{base} + {j}"
+
     lines = [
         # Not cache=True on purpose: it is only compiled inlined into matmul._bmm_blocked, which is
         # cached, and must be compiled with the SLP vectoriser on (see matmul._slp_vectoriser).
-        # contract: a*b+c may become one fused multiply-add. Nothing else: no reassociation, so
-        # LLVM does not vectorise the p loop as a reduction, the SLP vectoriser works across j.
+        # inline='always': as a separate function it ran ~40% slower (LLVM could not specialise
+        # it to the caller's loops). contract: a*b+c may become one fused multiply-add. Nothing
+        # else: without reassociation LLVM does not vectorise the p loop as a reduction, and the
+        # SLP vectoriser works across j instead.
         "@njit(nogil=True, fastmath={'contract'}, inline='always')",
         f"def {name}(a, a_pos, a_rs, a_ps, b, b_pos, b_ps, kc, c, c_pos, c_rs, accumulate):",
         f'{ind}"""c[i, j] (+)= sum over p < kc of a[i, p] * b[p, j] for an {mr} x {nr} tile, where',
         f"{ind}a[i, p] = a[a_pos + i*a_rs + p*a_ps], b[p, j] = b[b_pos + p*b_ps + j],",
         f"{ind}c[i, j] = c[c_pos + i*c_rs + j]; adds to c when accumulate is true, else overwrites.",
+        f"{ind}Every index must be in bounds: load() and store() do not check (see buffers.py).",
         f'{ind}"""',
-        f"{ind}if accumulate:",
     ]
+    # Offsets of the rows of the C tile and of A, computed once.
+    lines += [f"{ind}{row(i)} = c_pos + {i} * c_rs" for i in range(1, mr)]
+    lines += [f"{ind}a_r{i} = {i} * a_rs" for i in range(1, mr)]
+    lines.append(f"{ind}if accumulate:")
     for i in range(mr):
-        lines.append(f"{ind*2}r = c[c_pos + {i} * c_rs:c_pos + {i} * c_rs + {nr}]")
-        lines.append(ind * 2 + "; ".join(f"c{i}_{j} = r[{j}]" for j in range(nr)))
+        lines.append(ind * 2 + "; ".join(f"c{i}_{j} = load(c, {at(row(i), j)})" for j in range(nr)))
     lines.append(f"{ind}else:")
     lines.append(f"{ind*2}zero = c.dtype.type(0)")
     for i in range(mr):
         lines.append(ind * 2 + "; ".join(f"c{i}_{j} = zero" for j in range(nr)))
-    # Offsets of the MR rows of A, computed once: inside the loop each step is 9 loads, 8 vector FMAs.
-    lines += [f"{ind}a_r{i} = {i} * a_rs" for i in range(1, mr)]
     lines += [
+        # Each step: MR scalars of A, one NR-wide row of B, MR x NR multiply-adds, which the SLP
+        # vectoriser turns into MR vector FMAs.
         f"{ind}for p in range(kc):",
-        # load() is a[i] without numba's negative-index wrap-around (see buffers.py): with it the
-        # loop is nothing but the loads and FMAs.
         ind * 2 + "; ".join(f"a{i} = load(a, a_pos" + (f" + a_r{i})" if i else ")") for i in range(mr)),
-        ind * 2 + "; ".join(f"b{j} = load(b, b_pos" + (f" + {j})" if j else ")") for j in range(nr)),
+        ind * 2 + "; ".join(f"b{j} = load(b, {at('b_pos', j)})" for j in range(nr)),
         f"{ind*2}a_pos += a_ps",
         f"{ind*2}b_pos += b_ps",
     ]
     for i in range(mr):
         lines.append(ind * 2 + "; ".join(f"c{i}_{j} += a{i} * b{j}" for j in range(nr)))
     for i in range(mr):
-        lines.append(f"{ind}r = c[c_pos + {i} * c_rs:c_pos + {i} * c_rs + {nr}]")
-        lines.append(ind + "; ".join(f"r[{j}] = c{i}_{j}" for j in range(nr)))
+        lines.append(ind + "; ".join(f"store(c, {at(row(i), j)}, c{i}_{j})" for j in range(nr)))
     return "\n".join(lines) + "\n"
 
 

@@ -13,12 +13,14 @@ vectorising loops over them. Two tools, each with a plain-Python twin that is wh
     ``arr[i]`` for an index the caller guarantees is in bounds (and so not negative): compiled, a
     plain load with no wrap-around and no bounds check. Used in the matmul micro-kernel, where even
     a slice per step costs more than the arithmetic.
+``store(arr, i, value)``
+    ``arr[i] = value`` likewise, for the micro-kernel's writes of its tile.
 """
 
 from numba import types
 from numba.extending import intrinsic, overload
 
-__all__ = ["as_array", "load"]
+__all__ = ["as_array", "load", "store"]
 
 
 def as_array(buf):
@@ -29,6 +31,11 @@ def as_array(buf):
 def load(arr, i):
     """``arr[i]``; compiled, without negative-index wrap-around (``i`` must be in bounds)."""
     return arr[i]
+
+
+def store(arr, i, value):
+    """``arr[i] = value``; compiled, without negative-index wrap-around (``i`` must be in bounds)."""
+    arr[i] = value
 
 
 @intrinsic
@@ -80,3 +87,26 @@ def _unchecked_load(typingctx, arr, i):
 def _load_jit(arr, i):
     if isinstance(arr, types.Array) and isinstance(i, types.Integer):
         return lambda arr, i: _unchecked_load(arr, i)
+
+
+@intrinsic
+def _unchecked_store(typingctx, arr, i, value):
+    if not isinstance(arr, types.Array) or not isinstance(i, types.Integer):
+        return None
+    if not isinstance(value, (types.Float, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        index = context.cast(builder, args[1], signature.args[1], types.intp)
+        val = context.cast(builder, args[2], signature.args[2], signature.args[0].dtype)
+        builder.store(val, builder.gep(ary.data, [index], inbounds=True))
+        return context.get_dummy_value()
+
+    return types.none(arr, i, value), codegen
+
+
+@overload(store)
+def _store_jit(arr, i, value):
+    if isinstance(arr, types.Array) and isinstance(i, types.Integer):
+        return lambda arr, i, value: _unchecked_store(arr, i, value)
