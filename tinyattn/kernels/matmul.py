@@ -40,7 +40,7 @@ import numba
 from numba import njit
 
 from . import threads
-from .buffers import as_array
+from .buffers import as_array, load, store
 from ._microkernel import MR, NR
 from ._microkernel import micro_kernel as _micro_unrolled
 
@@ -119,20 +119,20 @@ def _pack_a_strip(a, a_pos, a_sm, a_sk, rows, kc, dst, d_pos):
 def _pack_b_strip(b, b_pos, b_sk, b_sn, kc, cols, dst, d_pos):
     """dst[d_pos + p*NR + j] = B[p, j] for j < cols, 0 for cols <= j < NR (one zero-padded strip),
     where B[p, j] = b[b_pos + p*b_sk + j*b_sn]. The micro-kernel then reads it with b_ps=NR."""
-    if b_sk == 1 and cols == NR:
-        # Transposed B (e.g. K^T): walk down its contiguous columns, write with stride NR.
-        for j in range(NR):
-            col = b[b_pos + j * b_sn:b_pos + j * b_sn + kc]
-            for p in range(kc):
-                dst[d_pos + p * NR + j] = col[p]
-        return
-    for p in range(kc):
-        row = dst[d_pos + p * NR:d_pos + p * NR + NR]
-        src = b_pos + p * b_sk
+    if b_sk == 1:
+        # Transposed B (K^T in Q @ K^T): read down its contiguous columns, write with stride NR.
         for j in range(cols):
-            row[j] = b[src + j * b_sn]
+            src = b_pos + j * b_sn
+            for p in range(kc):
+                store(dst, d_pos + p * NR + j, load(b, src + p))
+    else:
+        for p in range(kc):
+            src = b_pos + p * b_sk
+            for j in range(cols):
+                store(dst, d_pos + p * NR + j, load(b, src + j * b_sn))
+    for p in range(kc):
         for j in range(cols, NR):
-            row[j] = 0.0
+            store(dst, d_pos + p * NR + j, 0.0)
 
 
 # ---------------------------------------------------------------------------------------------
