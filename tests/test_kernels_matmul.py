@@ -178,10 +178,11 @@ def test_k_zero_overwrites_garbage():
     assert list(out) == [0.0] * 12 + [SENTINEL] * EXTRA
 
 
-@pytest.mark.parametrize("nbatch", [1, 2, 9])
+@pytest.mark.parametrize("nbatch", [1, 2, 9, 17])
 @pytest.mark.parametrize("b_t", [False, True])
 def test_threaded_split(monkeypatch, nbatch, b_t):
-    """Force the threaded path on small shapes: batch split (nbatch >= 4 * threads) and row split."""
+    """Force the threaded path on small shapes: split by half matrices (odd batches), by whole
+    matrices (even or long batches)."""
     monkeypatch.setattr(matmul, "PARALLEL_MIN_WORK", 0)
     old = threads.num_threads()
     threads.set_num_threads(2)
@@ -189,7 +190,7 @@ def test_threaded_split(monkeypatch, nbatch, b_t):
         rng = random.Random(nbatch)
         M, N, K = 2 * MR + 5, NR + 3, 6
         A = Operand("d", nbatch, 1, M, K, rng, transposed=True)
-        B = Operand("d", nbatch, 1, K, N, rng, transposed=b_t, bcast0=nbatch == 2)
+        B = Operand("d", nbatch, 1, K, N, rng, transposed=b_t, bcast0=nbatch in (2, 17))
         check_bmm("d", nbatch, 1, M, N, K, A, B)
     finally:
         threads.set_num_threads(old)

@@ -33,6 +33,7 @@ fp64 and is the oracle the tests use.
 """
 
 import array
+import math
 import threading
 from contextlib import contextmanager
 
@@ -339,16 +340,18 @@ def bmm(a, a_off, a_sb0, a_sb1, a_sm, a_sk,
 
 def _bmm_threaded(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
                   out, nbatch, nb1, M, N, K):
+    # Cut each matrix into as few row blocks as give every thread the same number of rows: with
+    # 2 threads an even batch is split by whole matrices, an odd one (a single matrix too) by half
+    # matrices. Few blocks, because each block packs its own copy of B's panels. In a long batch
+    # one matrix more or less per thread hardly matters: whole matrices.
     n_threads = threads.num_threads()
-    if nbatch >= 4 * n_threads:
-        # Many matrices: whole batch entries per unit; even at worst one thread gets one entry
-        # more than another, a small imbalance.
-        rows_per_unit = M
+    if nbatch >= 8 * n_threads:
+        blocks_per_matrix = 1
     else:
-        # Few matrices: cut each into row blocks (multiples of MR, so only the last block of a
-        # matrix has an edge strip), about n_threads blocks per matrix in total.
-        per_thread = -(-nbatch * M // n_threads)
-        rows_per_unit = max(MR, -(-min(M, per_thread) // MR) * MR)
+        blocks_per_matrix = n_threads // math.gcd(nbatch, n_threads)
+    # multiples of MR, so that only the last block of a matrix has a short strip
+    rows_per_unit = -(-M // blocks_per_matrix)
+    rows_per_unit = -(-rows_per_unit // MR) * MR
     units = nbatch * (-(-M // rows_per_unit))
     typecode = a.typecode
 
