@@ -7,25 +7,27 @@ because every operand is described by an offset and element strides, transposed 
 
 How it is fast, from the inside out (the same plan as GotoBLAS/BLIS, in numba):
 
-1. Register tile (``micro_kernel``, 8 x 16). A multiply-add needs two loads; a core can do two
-   FMAs per cycle but only about two loads, so a plain loop waits on memory. Keeping an 8 x 16
-   block of C in registers (8 rows x one 512-bit vector of 16 floats) and, for each p, loading
-   one 16-wide row of B and 8 scalars of A gives 8 vector FMAs for 9 loads: arithmetic, not
-   memory, becomes the limit. 8 independent accumulator rows also hide the FMA latency (4 cycles
-   x 2 units needs >= 8 chains). LLVM keeps only scalar variables in registers, so the tile is
-   written as 128 scalars in generated code (see ``_microkernel_gen.py``); ``_micro_loops`` is the
-   readable twin.
-2. Cache blocks (``KC``, ``MC``, ``NC``). Each micro-kernel call walks ``kc`` steps of p. A block of
-   B (``kc x NC``) is reused by every row strip of A, so it is copied once into a contiguous,
-   16-wide "packed" panel that stays in L2 and whose 16 x kc strips stay in L1 while the strips of
-   A stream past. Splitting K into ``KC``-long pieces keeps those panels cache-sized; partial sums
-   are added into C.
-3. Packing also makes every layout fast: a transposed B (``b_sn != 1``) is read in its own order
-   once, while packing, and the micro-kernel always sees contiguous 16-wide rows. A is read in
-   place through its strides (the micro-kernel only needs 8 scalars of A per step, from anywhere);
-   only edge strips (fewer than 8 rows) and zero-stride rows are packed, zero-padded.
-4. Threads. Work is cut into units (a batch entry, or a block of rows of one) and the units are
-   shared between the cores with ``threads.parallel_for``; each thread has its own scratch.
+1. Register tile (``micro_kernel``, 8 x 16). The naive loop ``c[i, j] += a[i, p] * b[p, j]`` does
+   two loads and a store per multiply-add and runs at memory speed. The micro-kernel keeps an
+   8 x 16 block of C in registers for a whole run over p: each step loads 8 scalars of A and one
+   16-wide row of B and does 8 x 16 multiply-adds, i.e. 8 vector FMAs (a 512-bit register holds
+   16 floats) for 9 loads. Then arithmetic, not memory, is the limit. Why 8 rows: an FMA takes 4
+   cycles and a core starts 2 per cycle, so >= 8 independent accumulators keep it busy; why 16
+   columns: one vector, and attention's head sizes (16, 32, 64) are multiples of it. LLVM keeps
+   only scalar variables in registers, so the tile is 128 scalars in generated code
+   (``_microkernel_gen.py``); ``_micro_loops`` is the same thing as a readable loop.
+2. Cache blocks (``KC``, ``MC``, ``NC``). A 16-column strip of B, ``kc`` rows deep, is reused by every
+   8-row strip of A, so it should sit in L1 while they stream past; all the strips of a ``KC x NC``
+   panel should sit in L2. Splitting K into ``KC``-long pieces keeps those sizes bounded; the
+   pieces' partial sums are added into C.
+3. Packing. A panel of B is copied ("packed") into contiguous 16-wide rows before use, when it is
+   reused by many rows (>= ``PACK_B_MIN_ROWS``) or when B is transposed (``b_sn != 1``, like ``K^T``):
+   the copy reads B in its own order once, and the micro-kernel always sees contiguous rows.
+   A needs no packing: the micro-kernel reads just 8 scalars of A per step, through any strides.
+   Only edge strips (fewer than 8 rows or 16 columns) are packed, zero-padded, so that the
+   micro-kernel always computes whole tiles; the valid part of an edge tile is copied out.
+4. Threads. Work is cut into units (a batch entry, or a block of its rows) which the cores share
+   through ``threads.parallel_for``; each thread has its own scratch buffer.
 
 Numerics: fp32 products are accumulated in fp32 in k order (with fused multiply-adds), as BLAS does;
 the error grows with K (roughly K * 2^-24 relative to sum |a||b|). ``bmm_reference`` accumulates in
@@ -160,6 +162,13 @@ _S_TILE = _S_BEDGE + KC * NR
 SCRATCH_SIZE = _S_TILE + MR * NR
 
 
+# The loop nest of one unit, outside in (C, A and B are the unit's matrices):
+#   jc: NC columns of C and B
+#     pc: KC of the K dimension                    pack B[pc:pc+KC, jc:jc+NC] (to L2)
+#       ic: MC rows of C and A                     A[ic:ic+MC, pc:pc+KC] stays in L2
+#         jr: NR (16) columns                      one strip of packed B (in L1)
+#           ir: MR (8) rows                        micro-kernel: an 8 x 16 tile of C,
+#                                                  C[ir:ir+8, jr:jr+16] (+)= A[ir:ir+8, pc:pc+KC] @ strip
 @njit(cache=True, nogil=True)
 def _bmm_blocked(a_buf, a_off, a_sb0, a_sb1, a_sm, a_sk,
                  b_buf, b_off, b_sb0, b_sb1, b_sk, b_sn,
@@ -201,31 +210,33 @@ def _bmm_blocked(a_buf, a_off, a_sb0, a_sb1, a_sm, a_sk,
                     for jr in range(0, nc, NR):
                         _pack_b_strip(B, b_panel + jr * b_sn, b_sk, b_sn, kc, min(NR, nc - jr),
                                       S, _S_BPANEL + jr * kc)
-                for ic in range(0, m, MC):      # MC rows: their A slice stays in L2 across jr
+                for ic in range(0, m, MC):      # MC rows: their slice of A stays in L2 across jr
                     mc = min(MC, m - ic)
-                    for jr in range(0, nc, NR):     # one strip of NR columns
+                    for jr in range(0, nc, NR):  # a strip of NR columns of B, as (buffer, start, row step)
                         nr = min(NR, nc - jr)
                         if pack_b:
                             b_src, b_pos, b_ps = S, _S_BPANEL + jr * kc, NR
-                        elif nr == NR:              # row-major B, full strip: read it in place
+                        elif nr == NR:          # row-major B, full strip: read it in place
                             b_src, b_pos, b_ps = B, b_panel + jr, b_sk
-                        else:                       # last, narrow strip: pad it with zeros
+                        else:                   # last, narrow strip: pad it with zeros
                             _pack_b_strip(B, b_panel + jr, b_sk, 1, kc, nr, S, _S_BEDGE)
                             b_src, b_pos, b_ps = S, _S_BEDGE, NR
-                        for ir in range(ic, ic + mc, MR):  # MR rows: one micro-kernel call
+                        for ir in range(ic, ic + mc, MR):  # MR rows of A: one micro-kernel call
                             mr = min(MR, ic + mc - ir)
                             a_pos = a_base + ir * a_sm + pc * a_sk
-                            if mr == MR:
+                            if mr == MR:        # read A in place through its strides
                                 a_src, a_rs, a_ps = A, a_sm, a_sk
-                            else:                   # short strip: pack it, zero-padded
+                            else:               # short strip: pack it, zero-padded
                                 _pack_a_strip(A, a_pos, a_sm, a_sk, mr, kc, S, _S_AEDGE)
                                 a_src, a_pos, a_rs, a_ps = S, _S_AEDGE, 1, MR
                             c_pos = c_base + ir * N + jc + jr
                             full = mr == MR and nr == NR
                             if full:            # write the tile straight into C
                                 d_buf, d_pos, d_rs, d_acc = C, c_pos, N, accumulate
-                            else:               # edge tile: compute it whole into scratch ...
+                            else:               # edge tile: compute all of it into scratch ...
                                 d_buf, d_pos, d_rs, d_acc = S, _S_TILE, NR, False
+                            # One call site only: the micro-kernel is inlined, and a second copy
+                            # would double the compile time.
                             _micro(a_src, a_pos, a_rs, a_ps, b_src, b_pos, b_ps, kc,
                                    d_buf, d_pos, d_rs, d_acc)
                             if not full:        # ... and keep its valid part
