@@ -122,17 +122,13 @@ def _pack_a_strip(a, a_pos, a_sm, a_sk, rows, kc, dst, d_pos):
 def _pack_b_strip(b, b_pos, b_sk, b_sn, kc, cols, dst, d_pos):
     """dst[d_pos + p*NR + j] = B[p, j] for j < cols, 0 for cols <= j < NR (one zero-padded strip),
     where B[p, j] = b[b_pos + p*b_sk + j*b_sn]. The micro-kernel then reads it with b_ps=NR."""
-    if b_sk == 1:
-        # Transposed B (K^T in Q @ K^T): read down its contiguous columns, write with stride NR.
+    # One output row (16 contiguous elements) at a time. For a row-major B this is a vectorised
+    # copy; for a transposed B (K^T) the 16 loads are strided, which measured faster (43 vs 50 us
+    # for 128 x (32x16)@(16x32)) than walking down B's contiguous columns and scattering stores.
+    for p in range(kc):
+        src = b_pos + p * b_sk
         for j in range(cols):
-            src = b_pos + j * b_sn
-            for p in range(kc):
-                store(dst, d_pos + p * NR + j, load(b, src + p))
-    else:
-        for p in range(kc):
-            src = b_pos + p * b_sk
-            for j in range(cols):
-                store(dst, d_pos + p * NR + j, load(b, src + j * b_sn))
+            store(dst, d_pos + p * NR + j, load(b, src + j * b_sn))
     for p in range(kc):
         for j in range(cols, NR):
             store(dst, d_pos + p * NR + j, 0.0)
