@@ -110,12 +110,11 @@ def _pack_a_strip(a, a_pos, a_sm, a_sk, rows, kc, dst, d_pos):
     """dst[d_pos + p*MR + i] = A[i, p] for i < rows, 0 for rows <= i < MR (one zero-padded strip),
     where A[i, p] = a[a_pos + i*a_sm + p*a_sk]. The micro-kernel then reads it with a_rs=1, a_ps=MR."""
     for p in range(kc):
-        col = dst[d_pos + p * MR:d_pos + p * MR + MR]
         src = a_pos + p * a_sk
         for i in range(rows):
-            col[i] = a[src + i * a_sm]
+            store(dst, d_pos + p * MR + i, load(a, src + i * a_sm))
         for i in range(rows, MR):
-            col[i] = 0.0
+            store(dst, d_pos + p * MR + i, 0.0)
 
 
 @njit(nogil=True)
