@@ -15,6 +15,9 @@ vectorising loops over them. Two tools, each with a plain-Python twin that is wh
     a slice per step costs more than the arithmetic.
 ``store(arr, i, value)``
     ``arr[i] = value`` likewise, for the micro-kernel's writes of its tile.
+
+numba's ``cache=True`` does not notice when a function defined here changes: after editing this
+file, delete the ``__pycache__`` folders (or touch the kernels' files) so cached kernels recompile.
 """
 
 from numba import types
