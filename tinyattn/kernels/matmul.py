@@ -1,18 +1,375 @@
-"""Batched matrix multiply (placeholder reference kernel; the tiled kernel replaces it)."""
-from .jit import kernel
+"""Batched matrix multiply over flat ``array.array`` buffers.
+
+``bmm`` computes ``out[i0, i1] = a[i0, i1] @ b[i0, i1]`` for strided views ``a`` (nb0, nb1, M, K) and
+``b`` (nb0, nb1, K, N). Two batch dimensions cover attention's (B, H, T, d) head-split views, and
+because every operand is described by an offset and element strides, transposed views
+(``K^T`` in ``Q @ K^T``) and broadcast operands (stride 0) need no copy by the caller.
+
+How it is fast, from the inside out (the same plan as GotoBLAS/BLIS, in numba):
+
+1. Register tile (``micro_kernel``, 8 x 16). The naive loop ``c[i, j] += a[i, p] * b[p, j]`` does
+   two loads and a store per multiply-add and runs at memory speed. The micro-kernel keeps an
+   8 x 16 block of C in registers for a whole run over p: each step loads 8 scalars of A and one
+   16-wide row of B and does 8 x 16 multiply-adds, i.e. 8 vector FMAs (a 512-bit register holds
+   16 floats) for 9 loads. Then arithmetic, not memory, is the limit. Why 8 rows: an FMA takes 4
+   cycles and a core starts 2 per cycle, so >= 8 independent accumulators keep it busy; why 16
+   columns: one vector, and attention's head sizes (16, 32, 64) are multiples of it. LLVM keeps
+   only scalar variables in registers, so the tile is 128 scalars in generated code
+   (``_microkernel_gen.py``); ``_micro_loops`` is the same thing as a readable loop.
+2. Cache blocks (``KC``, ``MC``, ``NC``). A 16-column strip of B, ``kc`` rows deep, is reused by every
+   8-row strip of A, so it should sit in L1 while they stream past; all the strips of a ``KC x NC``
+   panel should sit in L2. Splitting K into ``KC``-long pieces keeps those sizes bounded; the
+   pieces' partial sums are added into C.
+3. Packing. A panel of B is copied ("packed") into contiguous 16-wide rows before use, when it is
+   reused by many rows (>= ``PACK_B_MIN_ROWS``) or when B is transposed (``b_sn != 1``, like ``K^T``):
+   the copy reads B in its own order once, and the micro-kernel always sees contiguous rows.
+   A needs no packing: the micro-kernel reads just 8 scalars of A per step, through any strides.
+   Only edge strips (fewer than 8 rows or 16 columns) are packed, zero-padded, so that the
+   micro-kernel always computes whole tiles; the valid part of an edge tile is copied out.
+4. Threads. Work is cut into units (a batch entry, or a block of its rows) which the cores share
+   through ``threads.parallel_for``; each thread has its own scratch buffer.
+
+Numerics: fp32 products are accumulated in fp32 in k order (with fused multiply-adds), as BLAS does;
+the error grows with K (roughly K * 2^-24 relative to sum |a||b|). ``bmm_reference`` accumulates in
+fp64 and is the oracle the tests use.
+
+Measured on the 2-core AVX-512 machine (fp32, GFLOP/s; PyTorch with 2 threads alongside): 512^3
+~350 vs ~220, 256^3 ~240 vs ~190, 128 x (32x16)@(16x32) ~145 vs ~125-145 (one thread: threads
+only pay from ~4M multiply-adds, see ``PARALLEL_MIN_WORK``). Run ``benchmarks/matmul.py``.
+The 8 x 16 tile is chosen for 512-bit vectors: on an AVX2-only CPU its 16 accumulators would
+fill all 16 vector registers and spill; a 4 x 16 tile would suit such a CPU better.
+"""
+
+import array
+import math
+import threading
+from contextlib import contextmanager
+
+import numba
+from numba import njit
+
+from . import threads
+from .buffers import as_array, load, store
+from ._microkernel import MR, NR
+from ._microkernel import micro_kernel as _micro_unrolled
+
+__all__ = ["bmm", "bmm_reference", "ensure_compiled"]
 
 
-@kernel
-def bmm(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn, out, nb0, nb1, M, N, K):
-    o = 0
+# ---------------------------------------------------------------------------------------------
+# The reference kernel: the definition, used as the test oracle
+# ---------------------------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def bmm_reference(a, a_off, a_sb0, a_sb1, a_sm, a_sk,
+                  b, b_off, b_sb0, b_sb1, b_sk, b_sn,
+                  out, nb0, nb1, M, N, K):
+    """Same contract as :func:`bmm`, as the plain triple loop over strided buffers.
+
+    Element ``(i, p)`` of matrix ``(i0, i1)`` of ``a`` is ``a[a_off + i0*a_sb0 + i1*a_sb1 + i*a_sm +
+    p*a_sk]``, likewise for ``b``; ``out`` is contiguous. Sums are accumulated in float64 (also for
+    float32 buffers) and rounded once when stored, so this is the more accurate of the two kernels.
+    """
     for i0 in range(nb0):
         for i1 in range(nb1):
-            pa = a_off + i0 * a_sb0 + i1 * a_sb1
-            pb = b_off + i0 * b_sb0 + i1 * b_sb1
-            for m in range(M):
-                for n in range(N):
+            a_base = a_off + i0 * a_sb0 + i1 * a_sb1
+            b_base = b_off + i0 * b_sb0 + i1 * b_sb1
+            o_base = (i0 * nb1 + i1) * M * N
+            for i in range(M):
+                for j in range(N):
                     s = 0.0
-                    for k in range(K):
-                        s += a[pa + m * a_sm + k * a_sk] * b[pb + k * b_sk + n * b_sn]
-                    out[o] = s
-                    o += 1
+                    for p in range(K):
+                        s += float(a[a_base + i * a_sm + p * a_sk]) * float(b[b_base + p * b_sk + j * b_sn])
+                    out[o_base + i * N + j] = s
+
+
+# ---------------------------------------------------------------------------------------------
+# The micro-kernel: one MR x NR tile of C
+# ---------------------------------------------------------------------------------------------
+
+@njit(nogil=True)
+def _micro_loops(a, a_pos, a_rs, a_ps, b, b_pos, b_ps, kc, c, c_pos, c_rs, accumulate):
+    """Plain-loop twin of the generated ``micro_kernel`` (same arguments, same result).
+
+    ``c[i, j] (+)= sum_p a[i, p] * b[p, j]`` for the MR x NR tile, where ``a[i, p] = a[a_pos +
+    i*a_rs + p*a_ps]``, ``b[p, j] = b[b_pos + p*b_ps + j]`` and ``c[i, j] = c[c_pos + i*c_rs + j]``.
+    Used when JIT is disabled; the unrolled version computes exactly this with the tile in registers.
+    """
+    for i in range(MR):
+        for j in range(NR):
+            s = c[c_pos + i * c_rs + j] if accumulate else 0.0
+            for p in range(kc):
+                s += a[a_pos + i * a_rs + p * a_ps] * b[b_pos + p * b_ps + j]
+            c[c_pos + i * c_rs + j] = s
+
+
+# Interpreted, the loop twin is as fast as the unrolled code and far easier to step through.
+_micro = _micro_loops if numba.config.DISABLE_JIT else _micro_unrolled
+
+
+# ---------------------------------------------------------------------------------------------
+# Packing
+# ---------------------------------------------------------------------------------------------
+
+@njit(nogil=True)
+def _pack_a_strip(a, a_pos, a_sm, a_sk, rows, kc, dst, d_pos):
+    """dst[d_pos + p*MR + i] = A[i, p] for i < rows, 0 for rows <= i < MR (one zero-padded strip),
+    where A[i, p] = a[a_pos + i*a_sm + p*a_sk]. The micro-kernel then reads it with a_rs=1, a_ps=MR."""
+    for p in range(kc):
+        src = a_pos + p * a_sk
+        for i in range(rows):
+            store(dst, d_pos + p * MR + i, load(a, src + i * a_sm))
+        for i in range(rows, MR):
+            store(dst, d_pos + p * MR + i, 0.0)
+
+
+@njit(nogil=True)
+def _pack_b_strip(b, b_pos, b_sk, b_sn, kc, cols, dst, d_pos):
+    """dst[d_pos + p*NR + j] = B[p, j] for j < cols, 0 for cols <= j < NR (one zero-padded strip),
+    where B[p, j] = b[b_pos + p*b_sk + j*b_sn]. The micro-kernel then reads it with b_ps=NR."""
+    # One output row (16 contiguous elements) at a time. For a row-major B this is a vectorised
+    # copy; for a transposed B (K^T) the 16 loads are strided, which measured faster (43 vs 50 us
+    # for 128 x (32x16)@(16x32)) than walking down B's contiguous columns and scattering stores.
+    for p in range(kc):
+        src = b_pos + p * b_sk
+        for j in range(cols):
+            store(dst, d_pos + p * NR + j, load(b, src + j * b_sn))
+    for p in range(kc):
+        for j in range(cols, NR):
+            store(dst, d_pos + p * NR + j, 0.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# The blocked kernel
+# ---------------------------------------------------------------------------------------------
+
+# Block sizes, in elements. KC x NR of B (16 KiB in fp32 for KC=256) stays in L1 while the micro-
+# kernel runs down all the row strips of a block; the packed KC x NC panel of B (512 KiB fp32)
+# stays in the 1 MiB L2. MC only bounds how many rows share one pass over that panel before we
+# move to the next piece of K. MC and NC are multiples of MR and NR.
+KC = 256
+MC = 128
+NC = 512
+
+# Packing the panel of B costs about a copy of it; it pays once enough rows reuse it. Below this
+# many rows a row-major B is read in place (it is small and stays in cache anyway).
+PACK_B_MIN_ROWS = 64
+
+# Scratch layout, per thread: [packed B panel | packed A edge strip | packed B edge strip | C tile]
+_S_BPANEL = 0
+_S_AEDGE = _S_BPANEL + KC * NC
+_S_BEDGE = _S_AEDGE + MR * KC
+_S_TILE = _S_BEDGE + KC * NR
+SCRATCH_SIZE = _S_TILE + MR * NR
+
+
+# The loop nest of one unit, outside in (C, A and B are the unit's matrices):
+#   jc: NC columns of C and B
+#     pc: KC of the K dimension                    pack B[pc:pc+KC, jc:jc+NC] (to L2)
+#       ic: MC rows of C and A                     A[ic:ic+MC, pc:pc+KC] stays in L2
+#         jr: NR (16) columns                      one strip of packed B (in L1)
+#           ir: MR (8) rows                        micro-kernel: an 8 x 16 tile of C,
+#                                                  C[ir:ir+8, jr:jr+16] (+)= A[ir:ir+8, pc:pc+KC] @ strip
+@njit(cache=True, nogil=True)
+def _bmm_blocked(a_buf, a_off, a_sb0, a_sb1, a_sm, a_sk,
+                 b_buf, b_off, b_sb0, b_sb1, b_sk, b_sn,
+                 out_buf, nb1, M, N, K, rows_per_unit, u0, u1, scratch_buf):
+    """Work units u0 <= u < u1 of ``bmm``. Unit u is rows [r0, r0 + rows_per_unit) of batch entry
+    t = u // units_per_batch (flattened over (nb0, nb1)), r0 = (u % units_per_batch) * rows_per_unit.
+    Units write disjoint rows of ``out``, so threads may run different units at the same time,
+    each with its own ``scratch_buf`` (SCRATCH_SIZE elements)."""
+    A = as_array(a_buf)
+    B = as_array(b_buf)
+    C = as_array(out_buf)
+    S = as_array(scratch_buf)
+    units_per_batch = (M + rows_per_unit - 1) // rows_per_unit
+    for u in range(u0, u1):
+        t = u // units_per_batch
+        r0 = (u % units_per_batch) * rows_per_unit
+        m = min(M, r0 + rows_per_unit) - r0
+        i0 = t // nb1
+        i1 = t - i0 * nb1
+        a_base = a_off + i0 * a_sb0 + i1 * a_sb1 + r0 * a_sm
+        b_base = b_off + i0 * b_sb0 + i1 * b_sb1
+        c_base = (t * M + r0) * N
+
+        if K == 0:  # an empty sum: out is zero (it may hold garbage on entry)
+            rows = C[c_base:c_base + m * N]
+            for q in range(m * N):
+                rows[q] = 0.0
+            continue
+
+        pack_b = b_sn != 1 or m >= PACK_B_MIN_ROWS
+        for jc in range(0, N, NC):              # a panel of NC columns of B and C
+            nc = min(NC, N - jc)
+            for pc in range(0, K, KC):          # a KC-deep slice of that panel
+                kc = min(KC, K - pc)
+                accumulate = pc > 0             # later slices add to the partial sums in C
+                b_panel = b_base + pc * b_sk + jc * b_sn
+                if pack_b:
+                    # Strip s (columns jc + s*NR ...) goes to S[s*NR*kc:]: contiguous 16-wide rows.
+                    for jr in range(0, nc, NR):
+                        _pack_b_strip(B, b_panel + jr * b_sn, b_sk, b_sn, kc, min(NR, nc - jr),
+                                      S, _S_BPANEL + jr * kc)
+                for ic in range(0, m, MC):      # MC rows: their slice of A stays in L2 across jr
+                    mc = min(MC, m - ic)
+                    for jr in range(0, nc, NR):  # a strip of NR columns of B, as (buffer, start, row step)
+                        nr = min(NR, nc - jr)
+                        if pack_b:
+                            b_src, b_pos, b_ps = S, _S_BPANEL + jr * kc, NR
+                        elif nr == NR:          # row-major B, full strip: read it in place
+                            b_src, b_pos, b_ps = B, b_panel + jr, b_sk
+                        else:                   # last, narrow strip: pad it with zeros
+                            _pack_b_strip(B, b_panel + jr, b_sk, 1, kc, nr, S, _S_BEDGE)
+                            b_src, b_pos, b_ps = S, _S_BEDGE, NR
+                        for ir in range(ic, ic + mc, MR):  # MR rows of A: one micro-kernel call
+                            mr = min(MR, ic + mc - ir)
+                            a_pos = a_base + ir * a_sm + pc * a_sk
+                            if mr == MR:        # read A in place through its strides
+                                a_src, a_rs, a_ps = A, a_sm, a_sk
+                            else:               # short strip: pack it, zero-padded
+                                _pack_a_strip(A, a_pos, a_sm, a_sk, mr, kc, S, _S_AEDGE)
+                                a_src, a_pos, a_rs, a_ps = S, _S_AEDGE, 1, MR
+                            c_pos = c_base + ir * N + jc + jr
+                            full = mr == MR and nr == NR
+                            if full:            # write the tile straight into C
+                                d_buf, d_pos, d_rs, d_acc = C, c_pos, N, accumulate
+                            else:               # edge tile: compute all of it into scratch ...
+                                d_buf, d_pos, d_rs, d_acc = S, _S_TILE, NR, False
+                            # One call site only: the micro-kernel is inlined, and a second copy
+                            # would double the compile time.
+                            _micro(a_src, a_pos, a_rs, a_ps, b_src, b_pos, b_ps, kc,
+                                   d_buf, d_pos, d_rs, d_acc)
+                            if not full:        # ... and keep its valid part
+                                for i in range(mr):
+                                    c_row = C[c_pos + i * N:c_pos + i * N + nr]
+                                    t_row = S[_S_TILE + i * NR:_S_TILE + i * NR + nr]
+                                    if accumulate:
+                                        for j in range(nr):
+                                            c_row[j] += t_row[j]
+                                    else:
+                                        for j in range(nr):
+                                            c_row[j] = t_row[j]
+
+
+# ---------------------------------------------------------------------------------------------
+# Compiling with the SLP vectoriser
+# ---------------------------------------------------------------------------------------------
+
+@contextmanager
+def _slp_vectoriser():
+    """Turn on LLVM's SLP vectoriser while the blocked kernel compiles.
+
+    numba leaves it off by default (``NUMBA_SLP_VECTORIZE``), but it is what turns the 128 scalar
+    accumulators of the micro-kernel into 8 vector registers: without it the micro-kernel runs
+    ~30x slower. numba reads the flag each time it builds an optimisation pipeline, so setting it
+    around our own compilation only affects our kernels. A kernel loaded from the on-disk cache
+    was compiled under this flag too, because it is only ever compiled here.
+    """
+    old = numba.config.SLP_VECTORIZE
+    numba.config.SLP_VECTORIZE = 1
+    try:
+        yield
+    finally:
+        numba.config.SLP_VECTORIZE = old
+
+
+_compiled = set()       # typecodes whose kernels are compiled (or loaded from the cache)
+_compile_lock = threading.Lock()
+
+
+def ensure_compiled(typecode):
+    """Compile (or load from cache) the kernels for typecode ``'f'`` or ``'d'``. ``bmm`` calls it on
+    first use; call it earlier to move the compile time out of a timed region."""
+    if typecode in _compiled:
+        return
+    with _compile_lock:
+        if typecode in _compiled:
+            return
+        if not numba.config.DISABLE_JIT:
+            with _slp_vectoriser():
+                # A 1 x 1 x 1 call makes numba compile this signature (or load it from the cache).
+                one = array.array(typecode, [1.0])
+                out = array.array(typecode, [0.0])
+                _bmm_blocked(one, 0, 0, 0, 1, 1, one, 0, 0, 0, 1, 1,
+                             out, 1, 1, 1, 1, 1, 0, 1, array.array(typecode, bytes(SCRATCH_SIZE * one.itemsize)))
+        _compiled.add(typecode)
+
+
+# ---------------------------------------------------------------------------------------------
+# Scratch buffers and the public entry point
+# ---------------------------------------------------------------------------------------------
+
+_local = threading.local()
+
+
+def _scratch(typecode):
+    """This thread's scratch buffer for ``typecode`` (allocated once per thread and dtype: a small
+    matmul allocates nothing)."""
+    try:
+        return _local.f if typecode == "f" else _local.d
+    except AttributeError:
+        buf = array.array(typecode, bytes(SCRATCH_SIZE * array.array(typecode).itemsize))
+        setattr(_local, typecode, buf)
+        return buf
+
+
+# Below this many multiply-adds (nb0*nb1*M*N*K) a call runs on one thread. Handing work to the pool
+# and waiting for it costs 10-20 us. Measured (one thread vs two): 128^3 (2.1M) 27 vs 40 us,
+# 160^3 (4.1M) 51 vs 51 us, 192^3 (7.1M) 84 vs 66 us, 256 x (32x16)@(16x32) (4.2M) 61 vs 47 us.
+PARALLEL_MIN_WORK = 1 << 22
+
+
+def bmm(a, a_off, a_sb0, a_sb1, a_sm, a_sk,
+        b, b_off, b_sb0, b_sb1, b_sk, b_sn,
+        out, nb0, nb1, M, N, K):
+    """out[i0, i1] = a[i0, i1] @ b[i0, i1] for a (nb0, nb1, M, K) and b (nb0, nb1, K, N) strided
+    views into flat buffers (element strides, any of them may be 0 for broadcast, a or b may be
+    transposed views, i.e. a_sk != 1 or b_sn != 1), out a fresh contiguous (nb0, nb1, M, N) buffer.
+
+    Element (i, p) of matrix (i0, i1) of ``a`` is ``a[a_off + i0*a_sb0 + i1*a_sb1 + i*a_sm + p*a_sk]``;
+    likewise ``b[b_off + i0*b_sb0 + i1*b_sb1 + p*b_sk + j*b_sn]``; ``out[((i0*nb1 + i1)*M + i)*N + j]``.
+
+    The caller has validated everything: ``a``, ``b``, ``out`` are ``array.array`` of one typecode
+    (``'f'`` or ``'d'``), offsets and strides are non-negative and every addressed element is inside
+    its buffer, ``len(out) >= nb0*nb1*M*N``, and ``out`` shares no memory with ``a`` or ``b``. Nothing
+    is checked here (numba does not bounds-check: a wrong stride reads or writes out of bounds).
+    ``out`` is overwritten (its old contents are ignored); K == 0 gives zeros. Returns nothing.
+    """
+    typecode = a.typecode
+    if typecode not in _compiled:
+        ensure_compiled(typecode)
+    nbatch = nb0 * nb1
+    if nbatch == 0 or M == 0 or N == 0:
+        return
+    work = nbatch * M * N * K
+    if work < PARALLEL_MIN_WORK or threads.num_threads() == 1:
+        _bmm_blocked(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
+                     out, nb1, M, N, K, M, 0, nbatch, _scratch(typecode))
+        return
+    _bmm_threaded(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
+                  out, nbatch, nb1, M, N, K)
+
+
+def _bmm_threaded(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
+                  out, nbatch, nb1, M, N, K):
+    # Cut each matrix into as few row blocks as give every thread the same number of rows: with
+    # 2 threads an even batch is split by whole matrices, an odd one (a single matrix too) by half
+    # matrices. Few blocks, because each block packs its own copy of B's panels. In a long batch
+    # one matrix more or less per thread hardly matters: whole matrices.
+    n_threads = threads.num_threads()
+    if nbatch >= 8 * n_threads:
+        blocks_per_matrix = 1
+    else:
+        blocks_per_matrix = n_threads // math.gcd(nbatch, n_threads)
+    # multiples of MR, so that only the last block of a matrix has a short strip
+    rows_per_unit = -(-M // blocks_per_matrix)
+    rows_per_unit = -(-rows_per_unit // MR) * MR
+    units = nbatch * (-(-M // rows_per_unit))
+    typecode = a.typecode
+
+    def run(u0, u1):
+        _bmm_blocked(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
+                     out, nb1, M, N, K, rows_per_unit, u0, u1, _scratch(typecode))
+
+    threads.parallel_for(run, units)

@@ -1,0 +1,330 @@
+"""Tests of tinyattn.kernels.matmul.bmm.
+
+Oracles: a pure-Python triple loop written here (exact enough: Python floats are float64) and the
+module's ``bmm_reference``; never numbers produced by ``bmm`` itself. Runs compiled and, with
+``NUMBA_DISABLE_JIT=1``, interpreted; the interpreted run uses smaller sizes.
+"""
+
+import array
+import math
+import random
+
+import numba
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tinyattn.kernels import _microkernel_gen, matmul, threads
+from tinyattn.kernels.buffers import as_array, load
+
+JIT = not numba.config.DISABLE_JIT
+# Interpreted, every multiply-add is a few Python bytecodes: keep the shapes small there.
+MAX_DIM = 40 if JIT else 20
+MAX_BATCH = 3 if JIT else 2
+EXAMPLES = 60 if JIT else 25
+UNIT_ROUNDOFF = {"f": 2.0 ** -24, "d": 2.0 ** -53}
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers: strided operands in flat buffers, and the oracle
+# ---------------------------------------------------------------------------------------------
+
+class Operand:
+    """A (nb0, nb1, rows, cols) strided view into a fresh flat buffer filled with random values."""
+
+    def __init__(self, typecode, nb0, nb1, rows, cols, rng, transposed=False, pad=0,
+                 bcast0=False, bcast1=False, bcast_rows=False, offset=0):
+        if transposed:      # column-major matrices: element (r, c) at c*(rows+pad) + r
+            self.s_r, self.s_c = 1, rows + pad
+        else:
+            self.s_r, self.s_c = cols + pad, 1
+        if bcast_rows:      # every row is the same row
+            self.s_r = 0
+        span = 1 + (rows - 1) * self.s_r + (cols - 1) * self.s_c if rows and cols else 0
+        self.s_b1 = 0 if bcast1 else span
+        self.s_b0 = 0 if bcast0 else span * (1 if bcast1 else nb1)
+        self.off = offset
+        size = offset + 1
+        if nb0 and nb1 and span:
+            size = offset + (nb0 - 1) * self.s_b0 + (nb1 - 1) * self.s_b1 + span
+        self.buf = array.array(typecode, [rng.uniform(-1.0, 1.0) for _ in range(size)])
+
+    def strides(self):
+        return self.s_b0, self.s_b1, self.s_r, self.s_c
+
+    def at(self, i0, i1, r, c):
+        return self.buf[self.off + i0 * self.s_b0 + i1 * self.s_b1 + r * self.s_r + c * self.s_c]
+
+
+def naive_bmm(A, B, nb0, nb1, M, N, K):
+    """The definition, in Python floats. Returns the products and, per element, sum |a*b|
+    (the scale of the rounding error any summation order can make)."""
+    out, scale = [], []
+    for i0 in range(nb0):
+        for i1 in range(nb1):
+            for i in range(M):
+                for j in range(N):
+                    s = s_abs = 0.0
+                    for p in range(K):
+                        x = A.at(i0, i1, i, p) * B.at(i0, i1, p, j)
+                        s += x
+                        s_abs += abs(x)
+                    out.append(s)
+                    scale.append(s_abs)
+    return out, scale
+
+
+SENTINEL = 12345.0
+EXTRA = 5   # sentinel elements after the output, to catch writes past its end
+
+
+def fresh_out(typecode, n):
+    """An output buffer full of garbage (NaN: a kernel that accumulates into it fails loudly)."""
+    return array.array(typecode, [math.nan] * n + [SENTINEL] * EXTRA)
+
+
+def run(kernel, A, B, out, nb0, nb1, M, N, K):
+    a_sb0, a_sb1, a_sm, a_sk = A.strides()
+    b_sb0, b_sb1, b_sk, b_sn = B.strides()
+    kernel(A.buf, A.off, a_sb0, a_sb1, a_sm, a_sk, B.buf, B.off, b_sb0, b_sb1, b_sk, b_sn,
+           out, nb0, nb1, M, N, K)
+
+
+def assert_close(got, want, scale, typecode, K, what):
+    # Any order of summing K products errs by at most about K * u * sum|a*b| (u: unit roundoff);
+    # the output's own rounding adds u * |result|.
+    u = UNIT_ROUNDOFF[typecode]
+    assert len(got) >= len(want)
+    for idx, (g, w, s) in enumerate(zip(got, want, scale)):
+        tol = (K + 2) * u * s + 2 * u * abs(w) + 1e-30
+        assert abs(g - w) <= tol, f"{what}: element {idx}: {g} != {w} (tol {tol:g})"
+
+
+def check_bmm(typecode, nb0, nb1, M, N, K, A, B):
+    want, scale = naive_bmm(A, B, nb0, nb1, M, N, K)
+    size = nb0 * nb1 * M * N
+    for name, kernel in (("bmm", matmul.bmm), ("bmm_reference", matmul.bmm_reference)):
+        out = fresh_out(typecode, size)
+        run(kernel, A, B, out, nb0, nb1, M, N, K)
+        assert list(out[size:]) == [SENTINEL] * EXTRA, f"{name} wrote past the end of out"
+        assert_close(out[:size], want, scale, typecode, K, name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Property test over shapes and layouts
+# ---------------------------------------------------------------------------------------------
+
+@st.composite
+def layouts(draw):
+    return dict(
+        transposed=draw(st.booleans()),
+        pad=draw(st.integers(0, 2)),
+        bcast0=draw(st.booleans()),
+        bcast1=draw(st.booleans()),
+        bcast_rows=draw(st.integers(0, 9)) == 0,
+        offset=draw(st.integers(0, 4)),
+    )
+
+
+dims = st.one_of(st.integers(0, 2), st.integers(0, MAX_DIM))
+
+
+@settings(deadline=None, max_examples=EXAMPLES, suppress_health_check=[HealthCheck.too_slow])
+@given(typecode=st.sampled_from("fd"), nb0=st.integers(1, MAX_BATCH), nb1=st.integers(1, MAX_BATCH),
+       M=dims, N=dims, K=dims, la=layouts(), lb=layouts(), seed=st.integers(0, 2 ** 32 - 1))
+def test_bmm_matches_triple_loop(typecode, nb0, nb1, M, N, K, la, lb, seed):
+    rng = random.Random(seed)
+    A = Operand(typecode, nb0, nb1, M, K, rng, **la)
+    B = Operand(typecode, nb0, nb1, K, N, rng, **lb)
+    check_bmm(typecode, nb0, nb1, M, N, K, A, B)
+
+
+# ---------------------------------------------------------------------------------------------
+# Shapes chosen to reach every path of the blocked kernel
+# ---------------------------------------------------------------------------------------------
+
+KC, NC, MR, NR = matmul.KC, matmul.NC, matmul.MR, matmul.NR
+
+PATHS = [
+    # (nb0, nb1, M, N, K, B transposed)
+    (1, 1, 1, 1, 1, False),                   # a single product
+    (2, 3, 4, 4, 4, False),                   # tiny: all edge tiles
+    (1, 1, MR, NR, 5, False),                 # exactly one full tile
+    (1, 1, 2 * MR + 3, 2 * NR + 5, 7, True),  # full and edge tiles, packed (transposed) B
+    (1, 1, 9, 3, KC + 9, False),              # K split into two blocks: the second accumulates
+    (1, 1, 3, NC + 21, 2, False),             # N split into two panels
+    (1, 1, matmul.PACK_B_MIN_ROWS + 3, 2 * NR + 1, 4, False),  # enough rows to pack a row-major B
+    (2, 2, 5, 7, 0, False),                   # K == 0: zeros
+    (1, 2, 0, 5, 3, False),                   # M == 0: nothing to write
+    (1, 1, 1, 37, 19, True),                  # a row vector times a transposed matrix
+    (1, 1, 37, 1, 19, False),                 # a matrix times a column vector
+]
+
+
+@pytest.mark.parametrize("typecode", "fd")
+@pytest.mark.parametrize("nb0,nb1,M,N,K,b_t", PATHS)
+def test_bmm_paths(typecode, nb0, nb1, M, N, K, b_t):
+    rng = random.Random(1234)
+    A = Operand(typecode, nb0, nb1, M, K, rng, offset=3)
+    B = Operand(typecode, nb0, nb1, K, N, rng, transposed=b_t, offset=1)
+    check_bmm(typecode, nb0, nb1, M, N, K, A, B)
+
+
+def test_k_zero_overwrites_garbage():
+    A = Operand("f", 1, 1, 3, 0, random.Random(0))
+    B = Operand("f", 1, 1, 0, 4, random.Random(0))
+    out = fresh_out("f", 12)
+    run(matmul.bmm, A, B, out, 1, 1, 3, 4, 0)
+    assert list(out) == [0.0] * 12 + [SENTINEL] * EXTRA
+
+
+@pytest.mark.parametrize("nbatch", [1, 2, 9, 17])
+@pytest.mark.parametrize("b_t", [False, True])
+def test_threaded_split(monkeypatch, nbatch, b_t):
+    """Force the threaded path on small shapes: split by half matrices (odd batches), by whole
+    matrices (even or long batches)."""
+    monkeypatch.setattr(matmul, "PARALLEL_MIN_WORK", 0)
+    old = threads.num_threads()
+    threads.set_num_threads(2)
+    try:
+        rng = random.Random(nbatch)
+        M, N, K = 2 * MR + 5, NR + 3, 6
+        A = Operand("d", nbatch, 1, M, K, rng, transposed=True)
+        B = Operand("d", nbatch, 1, K, N, rng, transposed=b_t, bcast0=nbatch in (2, 17))
+        check_bmm("d", nbatch, 1, M, N, K, A, B)
+    finally:
+        threads.set_num_threads(old)
+
+
+@pytest.mark.skipif(not JIT, reason="large: compiled mode only")
+@pytest.mark.parametrize("b_t", [False, True])
+def test_large_against_reference(b_t):
+    """Big enough for packed panels, several K blocks and N panels, and both threads."""
+    rng = random.Random(7)
+    M, N, K = 130, NC + 40, KC + 70
+    A = Operand("f", 1, 1, M, K, rng)
+    B = Operand("f", 1, 1, K, N, rng, transposed=b_t)
+    assert M * N * K >= matmul.PARALLEL_MIN_WORK
+    got = fresh_out("f", M * N)
+    ref = fresh_out("f", M * N)
+    run(matmul.bmm, A, B, got, 1, 1, M, N, K)
+    run(matmul.bmm_reference, A, B, ref, 1, 1, M, N, K)
+    assert list(got[M * N:]) == [SENTINEL] * EXTRA
+    u = UNIT_ROUNDOFF["f"]
+    worst = max(abs(g - r) for g, r in zip(got[:M * N], ref[:M * N]))
+    assert worst <= (K + 2) * u * K   # |a|, |b| <= 1, so sum|a*b| <= K
+    # and a sample of elements against the Python loop, which shares nothing with either kernel
+    for _ in range(20):
+        i, j = rng.randrange(M), rng.randrange(N)
+        want = sum(A.at(0, 0, i, p) * B.at(0, 0, p, j) for p in range(K))
+        assert abs(got[i * N + j] - want) <= (K + 2) * u * K
+
+
+# ---------------------------------------------------------------------------------------------
+# Twins: the code that only exists compiled against its plain-Python version
+# ---------------------------------------------------------------------------------------------
+
+def test_generated_microkernel_is_up_to_date():
+    with open(_microkernel_gen.target_path()) as f:
+        assert f.read() == _microkernel_gen.file_source(), \
+            "run: python -m tinyattn.kernels._microkernel_gen"
+
+
+@numba.njit
+def _call_micro_unrolled(a, a_pos, a_rs, a_ps, b, b_pos, b_ps, kc, c, c_pos, c_rs, acc):
+    matmul._micro_unrolled(as_array(a), a_pos, a_rs, a_ps, as_array(b), b_pos, b_ps, kc,
+                           as_array(c), c_pos, c_rs, acc)
+
+
+@numba.njit
+def _call_micro_loops(a, a_pos, a_rs, a_ps, b, b_pos, b_ps, kc, c, c_pos, c_rs, acc):
+    matmul._micro_loops(as_array(a), a_pos, a_rs, a_ps, as_array(b), b_pos, b_ps, kc,
+                        as_array(c), c_pos, c_rs, acc)
+
+
+@pytest.mark.parametrize("typecode", "fd")
+@pytest.mark.parametrize("accumulate", [False, True])
+@pytest.mark.parametrize("kc,a_rs,a_ps,b_ps,c_rs", [
+    (0, 1, MR, NR, NR), (1, 1, MR, NR, NR), (7, 9, 1, NR + 2, NR + 1), (33, 0, 2, NR, 40)])
+def test_micro_kernel_twins(typecode, accumulate, kc, a_rs, a_ps, b_ps, c_rs):
+    """The generated, unrolled micro-kernel computes what the loop version computes."""
+    rng = random.Random(kc)
+    a = array.array(typecode, [rng.uniform(-1, 1) for _ in range(3 + MR * max(a_rs, 1) + kc * a_ps)])
+    b = array.array(typecode, [rng.uniform(-1, 1) for _ in range(2 + kc * b_ps + NR)])
+    c0 = array.array(typecode, [rng.uniform(-1, 1) for _ in range(1 + MR * c_rs + NR)])
+    args = (a, 3, a_rs, a_ps, b, 2, b_ps, kc)
+    results = []
+    callers = [_call_micro_loops] + ([_call_micro_unrolled] if JIT else [])
+    for call in callers:
+        c = array.array(typecode, c0)
+        call(*args, c, 1, c_rs, accumulate)
+        results.append(c)
+    # and the Python definition
+    want = array.array(typecode, c0)
+    for i in range(MR):
+        for j in range(NR):
+            s = c0[1 + i * c_rs + j] if accumulate else 0.0
+            s += sum(a[3 + i * a_rs + p * a_ps] * b[2 + p * b_ps + j] for p in range(kc))
+            want[1 + i * c_rs + j] = s
+    for got in results:
+        for g, w in zip(got, want):
+            assert abs(g - w) <= (kc + 2) * UNIT_ROUNDOFF[typecode] * (kc + 1)
+
+
+@numba.njit
+def _views(buf, i, j):
+    v = as_array(buf)
+    row = v[i:j]
+    row[0] = row[0] + 1.0
+    return load(v, i) + load(row, 1), len(row)
+
+
+@pytest.mark.parametrize("typecode", "fd")
+def test_buffer_views_twins(typecode):
+    buf = array.array(typecode, [1.0, 2.0, 3.0, 4.0])
+    compiled = _views(buf, 1, 3)                  # compiled (or interpreted when JIT is off)
+    assert list(buf) == [1.0, 3.0, 3.0, 4.0]      # the slice wrote through to the buffer
+    buf2 = array.array(typecode, [1.0, 2.0, 3.0, 4.0])
+    interpreted = getattr(_views, "py_func", _views)(buf2, 1, 3)   # the Python twins
+    assert list(buf2) == list(buf)
+    assert compiled == interpreted == (6.0, 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# PyTorch parity (optional)
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("typecode", "fd")
+def test_matches_torch_attention_views(typecode):
+    """Q @ K^T on head-split views: (B, T, H*d) buffers read as (B, H, T, d), K transposed."""
+    torch = pytest.importorskip("torch")
+    rng = random.Random(3)
+    Bn, H, T, d = 2, 3, 11 if not JIT else 37, 8
+    q = [rng.uniform(-1, 1) for _ in range(Bn * T * H * d)]
+    k = [rng.uniform(-1, 1) for _ in range(Bn * T * H * d)]
+    qb, kb = array.array(typecode, q), array.array(typecode, k)
+    out = fresh_out(typecode, Bn * H * T * T)
+    # element (b, h, t, e) of the (B, H, T, d) view of a (B, T, H, d) buffer
+    sb0, sb1, st_, se = T * H * d, d, H * d, 1
+    matmul.bmm(qb, 0, sb0, sb1, st_, se,          # Q: (B, H, T, d)
+               kb, 0, sb0, sb1, se, st_,          # K^T: (B, H, d, T), a transposed view
+               out, Bn, H, T, T, d)
+    dtype = torch.float32 if typecode == "f" else torch.float64
+    tq = torch.tensor(list(qb), dtype=dtype).reshape(Bn, T, H, d).transpose(1, 2)
+    tk = torch.tensor(list(kb), dtype=dtype).reshape(Bn, T, H, d).transpose(1, 2)
+    want = (tq @ tk.transpose(-2, -1)).reshape(-1).tolist()
+    assert_close(out[:Bn * H * T * T], want, [float(d)] * len(want), typecode, 2 * d, "torch")
+
+
+@pytest.mark.parametrize("M,N,K", [(1, 1, 1), (5, 33, 17), (64, 48, 300)] if JIT else [(1, 1, 1), (5, 9, 7)])
+def test_matches_torch_matmul(M, N, K):
+    torch = pytest.importorskip("torch")
+    rng = random.Random(M * N * K)
+    A = Operand("f", 1, 1, M, K, rng)
+    B = Operand("f", 1, 1, K, N, rng)
+    out = fresh_out("f", M * N)
+    run(matmul.bmm, A, B, out, 1, 1, M, N, K)
+    ta = torch.tensor(list(A.buf), dtype=torch.float32).reshape(M, K)
+    tb = torch.tensor(list(B.buf), dtype=torch.float32).reshape(K, N)
+    want = (ta @ tb).reshape(-1).tolist()
+    assert_close(out[:M * N], want, [float(K)] * len(want), "f", 2 * K, "torch")

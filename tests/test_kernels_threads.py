@@ -1,0 +1,67 @@
+"""Tests of the shared thread pool helper tinyattn.kernels.threads."""
+
+import threading
+
+import pytest
+
+from tinyattn.kernels import threads
+
+
+@pytest.fixture
+def two_threads():
+    old = threads.num_threads()
+    threads.set_num_threads(2)
+    yield
+    threads.set_num_threads(old)
+
+
+@pytest.mark.parametrize("n,parts", [(0, 2), (1, 2), (5, 2), (10, 3), (3, 8)])
+def test_split_covers_range_in_order(n, parts):
+    blocks = threads.split(n, parts)
+    covered = [i for start, stop in blocks for i in range(start, stop)]
+    assert covered == list(range(n))
+    assert all(stop > start for start, stop in blocks)
+    sizes = [stop - start for start, stop in blocks]
+    assert not sizes or max(sizes) - min(sizes) <= 1
+
+
+@pytest.mark.parametrize("n,min_chunk", [(0, 1), (1, 1), (7, 1), (100, 10), (100, 60)])
+def test_parallel_for_runs_every_index_once(two_threads, n, min_chunk):
+    seen = []
+    names = set()
+    lock = threading.Lock()
+
+    def fn(start, stop):
+        with lock:
+            seen.extend(range(start, stop))
+            names.add(threading.current_thread().name)
+
+    threads.parallel_for(fn, n, min_chunk)
+    assert sorted(seen) == list(range(n))
+    if n >= 2 * min_chunk:
+        assert len(names) == 2       # the caller and one pool thread
+    else:
+        assert names <= {threading.current_thread().name}
+
+
+def test_parallel_for_reraises(two_threads):
+    def fn(start, stop):
+        if start > 0:
+            raise ValueError("block failed")
+
+    with pytest.raises(ValueError, match="block failed"):
+        threads.parallel_for(fn, 10)
+
+
+def test_env_var_sets_thread_count(monkeypatch):
+    old = threads.num_threads()
+    monkeypatch.setenv("TINYATTN_NUM_THREADS", "1")
+    threads.set_num_threads(None)
+    try:
+        assert threads.num_threads() == 1
+        calls = []
+        threads.parallel_for(lambda a, b: calls.append((a, b)), 10)
+        assert calls == [(0, 10)]    # one thread: everything inline, in one block
+    finally:
+        monkeypatch.delenv("TINYATTN_NUM_THREADS")
+        threads.set_num_threads(old)

@@ -1,0 +1,115 @@
+"""Helpers that let numba kernels treat flat ``array.array`` buffers like 1-d arrays.
+
+Kernels receive ``array.array`` buffers. Inside numba those can be indexed but not sliced, and every
+index goes through numba's negative-index wrap-around (``i < 0 -> i + len``), which stops LLVM from
+vectorising loops over them. Two tools, each with a plain-Python twin that is what runs under
+``NUMBA_DISABLE_JIT=1`` (the tests check the two agree):
+
+``as_array(buf)``
+    A writable 1-d view of the whole buffer, no copy. Compiled: the buffer re-typed as a numba
+    array, so it can be sliced (``row = c[pos:pos + n]``), and a slice indexed from 0 by a ``range``
+    variable needs no wrap-around. Interpreted: a ``memoryview`` (its slices are views too).
+``load(arr, i)``
+    ``arr[i]`` for an index the caller guarantees is in bounds (and so not negative): compiled, a
+    plain load with no wrap-around and no bounds check. Used in the matmul micro-kernel, where even
+    a slice per step costs more than the arithmetic.
+``store(arr, i, value)``
+    ``arr[i] = value`` likewise, for the micro-kernel's writes of its tile.
+
+numba's ``cache=True`` does not notice when a function defined here changes: after editing this
+file, delete the ``__pycache__`` folders (or touch the kernels' files) so cached kernels recompile.
+"""
+
+from numba import types
+from numba.extending import intrinsic, overload
+
+__all__ = ["as_array", "load", "store"]
+
+
+def as_array(buf):
+    """A sliceable, writable 1-d view of the flat buffer ``buf`` (a ``memoryview`` when interpreted)."""
+    return memoryview(buf)
+
+
+def load(arr, i):
+    """``arr[i]``; compiled, without negative-index wrap-around (``i`` must be in bounds)."""
+    return arr[i]
+
+
+def store(arr, i, value):
+    """``arr[i] = value``; compiled, without negative-index wrap-around (``i`` must be in bounds)."""
+    arr[i] = value
+
+
+@intrinsic
+def _buffer_as_array(typingctx, buf):
+    # numba stores array.array, memoryview and numpy arrays in the same struct (ArrayModel), so
+    # re-typing costs nothing: the same struct, now typed as a C-contiguous 1-d array.
+    # The struct's meminfo (numba's reference count on the buffer) is set to NULL: the caller's
+    # Python object keeps the buffer alive for the whole kernel call, and without a meminfo slices
+    # of the view do not pay for atomic reference counting each time they are made.
+    if not isinstance(buf, types.Buffer) or buf.ndim != 1:
+        return None
+    array_type = types.Array(buf.dtype, 1, "C")
+
+    def codegen(context, builder, signature, args):
+        view = context.make_array(signature.args[0])(context, builder, args[0])
+        out = context.make_array(array_type)(context, builder)
+        out.meminfo = out.meminfo.type(None)
+        out.parent = view.parent
+        out.nitems = view.nitems
+        out.itemsize = view.itemsize
+        out.data = view.data
+        out.shape = view.shape
+        out.strides = view.strides
+        return out._getvalue()
+
+    return array_type(buf), codegen
+
+
+@overload(as_array)
+def _as_array_jit(buf):
+    if isinstance(buf, types.Buffer):
+        return lambda buf: _buffer_as_array(buf)
+
+
+@intrinsic
+def _unchecked_load(typingctx, arr, i):
+    if not isinstance(arr, types.Array) or not isinstance(i, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        index = context.cast(builder, args[1], signature.args[1], types.intp)
+        return builder.load(builder.gep(ary.data, [index], inbounds=True))
+
+    return arr.dtype(arr, i), codegen
+
+
+@overload(load)
+def _load_jit(arr, i):
+    if isinstance(arr, types.Array) and isinstance(i, types.Integer):
+        return lambda arr, i: _unchecked_load(arr, i)
+
+
+@intrinsic
+def _unchecked_store(typingctx, arr, i, value):
+    if not isinstance(arr, types.Array) or not isinstance(i, types.Integer):
+        return None
+    if not isinstance(value, (types.Float, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        index = context.cast(builder, args[1], signature.args[1], types.intp)
+        val = context.cast(builder, args[2], signature.args[2], signature.args[0].dtype)
+        builder.store(val, builder.gep(ary.data, [index], inbounds=True))
+        return context.get_dummy_value()
+
+    return types.none(arr, i, value), codegen
+
+
+@overload(store)
+def _store_jit(arr, i, value):
+    if isinstance(arr, types.Array) and isinstance(i, types.Integer):
+        return lambda arr, i, value: _unchecked_store(arr, i, value)
