@@ -1,23 +1,23 @@
 """Train a small MLP on the two-moons data set with tinyattn's autograd, and draw what it learned.
 
-    python demos/two_moons.py            # 200 steps, about 2 seconds after the first compile
+    python demos/two_moons.py            # 200 steps, about a second after the first compile
     python demos/two_moons.py --quick    # 60 steps (the test suite runs this)
+
+Writes runs/two_moons/: loss.svg (the loss curve), decision.svg (P(y = +1) over the plane),
+metrics.json and checkpoint.safetensors.
 
 The model is 2 -> 16 -> 16 -> 1 with tanh, trained by full-batch gradient descent on the logistic
 loss log(1 + exp(-y f(x))) with labels y in {-1, +1} -- the same experiment micrograd's demo runs,
 here on tensors. The update is written out by hand (p -= lr * p.grad) to show what an optimizer
 does; tinyattn.optim wraps exactly this.
 """
-import argparse
 import math
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout too
+import common
 
-import tinyattn as ta  # noqa: E402
-from tinyattn import nn  # noqa: E402
+import tinyattn as ta
+from tinyattn import nn, viz
 
 
 def make_moons(n, noise, gen):
@@ -61,12 +61,11 @@ def draw(model, X, y, width=60, height=20):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a short run (the smoke test)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--steps", type=int, default=None)
+    parser = common.parser("two_moons", __doc__)
+    parser.add_argument("--steps", type=int, default=None, help="training steps (default 200)")
     args = parser.parse_args(argv)
     steps = args.steps or (60 if args.quick else 200)
+    out = common.output_dir(args, "two_moons")
 
     ta.manual_seed(args.seed)
     X, y = make_moons(100, 0.1, ta.Generator(args.seed))
@@ -94,9 +93,20 @@ def main(argv=None):
     seconds = time.perf_counter() - start
     print()
     print(draw(model, X, y))
-    print(f"\nfinal: loss {losses[-1]:.4f}, accuracy {acc:.1%}, {steps} steps in {seconds:.1f} s "
-          f"(including the first-call compile of the kernels)")
-    return losses, acc
+
+    viz.line_chart({"training loss": list(enumerate(losses, 1))}, title="two moons: loss",
+                   x_label="step", y_label="logistic loss", log_y=True, path=out / "loss.svg")
+    n = 40
+    grid = [[-1.5 + 4 * c / (n - 1), 1.5 - 2.5 * r / (n - 1)] for r in range(n) for c in range(n)]
+    with ta.no_grad():
+        prob = model(ta.tensor(grid)).sigmoid().reshape(n, n)
+    viz.heatmap(prob, title="two moons: P(y = +1)", x_label="x (-1.5 .. 2.5)",
+                y_label="y (1.5 .. -1)", path=out / "decision.svg")
+    common.save_checkpoint(out, model, step=steps)
+    common.write_metrics(out, accuracy=acc, final_loss=losses[-1], seconds=seconds)
+    common.summary(f"two moons: accuracy {acc:.1%} on the training points, loss "
+                   f"{losses[-1]:.4f}, {steps} steps in {seconds:.1f} s")
+    return {"losses": losses, "accuracy": acc}
 
 
 if __name__ == "__main__":
