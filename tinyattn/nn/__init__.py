@@ -6,3 +6,8 @@ from .linear import Identity, Linear
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
 from .normalization import LayerNorm
 from .sparse import Embedding
+from .attention import MultiheadAttention, SelfAttention, causal_mask, padding_mask
+from .positional import LearnedPositionalEmbedding, PositionalEncoding
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,
+                          TransformerEncoder, TransformerEncoderLayer, attention_maps,
+                          record_attention)

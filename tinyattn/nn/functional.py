@@ -94,3 +94,7 @@ def embedding(input, weight, padding_idx=None):  # noqa: A002
     # Unlike x[idx], a negative token id is an error here (as in PyTorch), not "count from the end".
     rows = _f._checked_index("embedding", input, num, 0, allow_negative=False)
     return _Embedding.apply(weight, rows, tuple(input.shape) + (weight.shape[1],), padding_idx)
+
+
+# The attention family lives in attention.py (it needs Modules); its functions are exported here.
+from .attention import causal_mask, padding_mask, scaled_dot_product_attention  # noqa: E402,F401
