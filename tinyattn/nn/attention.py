@@ -128,9 +128,10 @@ def _attend(q, k, v, mask, dropout_p, scale):
     scores = q @ k.transpose(-2, -1)                                 # (..., L, S)
     if mask is not None:
         if mask.dtype is _dt.bool:
-            scores = _f.where(mask, scores, -math.inf)               # (..., L, S) blocked: -inf
-        else:
-            scores = scores + mask                                   # (..., L, S)
+            # As an additive mask (0 / -inf, the mask's size, often just (L, S)): adding passes
+            # the gradient through unchanged, where masked_fill would need a pass over the scores.
+            mask = _f.where(mask, 0.0, -math.inf).to(scores.dtype)  # (..., L, S) or smaller
+        scores = scores + mask                                       # (..., L, S)
     # An all -inf row (every key masked) has softmax 0: output 0 instead of PyTorch's NaN.
     weights = _f.softmax(scores, -1)                                 # (..., L, S) rows sum to 1
     if dropout_p > 0.0:
@@ -457,8 +458,8 @@ class MultiheadAttention(Module):
         return batched, B, L, S
 
     def _combined_mask(self, attn_mask, key_padding_mask, B, L, S, dtype):
-        """Both masks as one for `_attend`: None, a bool (True = MAY attend, SDPA's polarity) or
-        an additive float, broadcastable to the scores (B, H, L, S)."""
+        """Both masks as one additive float mask for `_attend` (0 = may attend, -inf = may not),
+        broadcastable to the scores (B, H, L, S); None when there is no mask."""
         parts = []
         if attn_mask is not None:
             m = _check_mask_dtype("MultiheadAttention", "attn_mask", attn_mask, dtype)
@@ -469,17 +470,12 @@ class MultiheadAttention(Module):
             m = _check_mask_dtype("MultiheadAttention", "key_padding_mask", key_padding_mask,
                                   dtype)
             parts.append(m.reshape(B, 1, 1, S))                      # (B, 1, 1, S)
-        if not parts:
-            return None
-        if all(m.dtype is _dt.bool for m in parts):
-            blocked = parts[0] if len(parts) == 1 else _f.logical_or(parts[0], parts[1])
-            return _f.logical_not(blocked)                           # True = may attend
-        additive = None
+        combined = None
         for m in parts:
-            if m.dtype is _dt.bool:
-                m = _f.to_dtype(_f.where(m, -math.inf, 0.0), dtype)  # True = blocked -> -inf
-            additive = m if additive is None else additive + m       # (B, H, L, S) broadcast
-        return additive
+            if m.dtype is _dt.bool:  # MultiheadAttention's polarity: True = may NOT attend
+                m = _f.where(m, -math.inf, 0.0).to(dtype)            # True -> -inf
+            combined = m if combined is None else combined + m       # (B, H, L, S) broadcast
+        return combined
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
@@ -492,13 +488,17 @@ class MultiheadAttention(Module):
             bdim = 0 if self.batch_first else 1
             query, key, value = query.unsqueeze(bdim), key.unsqueeze(bdim), value.unsqueeze(bdim)
         (w_q, w_k, w_v), (b_q, b_k, b_v) = self._projection_weights()
+        # The 1/sqrt(hs) of the scores, folded into the query projection:
+        # (x W_q^T + b_q) * s = x (s W_q)^T + s b_q scales E * E weights instead of B * L * E.
+        scale = 1.0 / math.sqrt(self.head_dim)
+        w_q = w_q * scale                                            # (E, E)
+        b_q = None if b_q is None else b_q * scale                   # (E,)
         q = self._split_heads(F.linear(query, w_q, b_q))            # (B, H, L, hs)
         k = self._split_heads(F.linear(key, w_k, b_k))              # (B, H, S, hs)
         v = self._split_heads(F.linear(value, w_v, b_v))            # (B, H, S, hs)
         mask = self._combined_mask(attn_mask, key_padding_mask, B, L, S, q.dtype)
         dropout_p = self.dropout if self.training else 0.0
-        scale = 1.0 / math.sqrt(self.head_dim)
-        out, weights = _attend(q, k, v, mask, dropout_p, scale)     # (B, H, L, hs), (B, H, L, S)
+        out, weights = _attend(q, k, v, mask, dropout_p, 1.0)       # (B, H, L, hs), (B, H, L, S)
         out = self.out_proj(self._merge_heads(out))                  # (L, B, E) or (B, L, E)
         if not batched:
             out = out.squeeze(0 if self.batch_first else 1)          # (L, E)
