@@ -291,3 +291,24 @@ def test_transformer_errors():
         model(tinyattn.randn(5, 2, 8), tinyattn.randn(4, 2, 6))
     with pytest.raises(RuntimeError, match="is_causal"):
         model.encoder(tinyattn.randn(5, 2, 8), is_causal=True)
+
+
+def test_weights_move_to_torch_too():
+    torch = pytest.importorskip("torch")
+    tinyattn.manual_seed(9)
+    ours = nn.Transformer(D, NH, 1, 1, FF, dropout=0.0, batch_first=True).double()
+    theirs = torch.nn.Transformer(D, NH, 1, 1, FF, dropout=0.0, batch_first=True).double()
+    theirs.load_state_dict({k: to_torch(torch, v) for k, v in ours.state_dict().items()})
+    src, tgt = shaped(5, True), shaped(3, True)
+    out = ours(src, tgt)
+    assert_close(out, theirs(to_torch(torch, src), to_torch(torch, tgt)), 1e-10)
+
+
+def test_stack_of_layers_with_a_module_activation():
+    tinyattn.manual_seed(10)
+    layer = nn.TransformerEncoderLayer(4, 2, 6, dropout=0.0, activation=nn.GELU())
+    enc = nn.TransformerEncoder(layer, 2)
+    assert list(enc.state_dict()) == [k for i in range(2) for k in
+                                      ("layers.%d." % i + n for n in layer.state_dict())]
+    assert enc.layers[0].activation is not enc.layers[1].activation
+    assert enc(tinyattn.randn(3, 2, 4)).shape == (3, 2, 4)

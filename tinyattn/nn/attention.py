@@ -411,7 +411,7 @@ class MultiheadAttention(Module):
         return x.view(L, B, H, hs).permute(1, 2, 0, 3)              # (B, H, L, hs)
 
     def _merge_heads(self, x):
-        """(B, H, L, hs) -> (L, B, E), or (B, L, E) when batch_first: one copy, heads side by side."""
+        """(B, H, L, hs) -> (L, B, E), or (B, L, E) if batch_first: one copy, heads side by side."""
         B, H, L, hs = x.shape
         if self.batch_first:
             return x.permute(0, 2, 1, 3).reshape(B, L, H * hs)      # (B, L, E)

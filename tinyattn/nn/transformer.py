@@ -191,7 +191,9 @@ class TransformerEncoder(Module):
     """num_layers deep copies of encoder_layer applied in turn, then `norm` if given.
 
     forward(src, mask=None, src_key_padding_mask=None, is_causal=None): masks as
-    TransformerEncoderLayer (bool True = may NOT attend, float added)."""
+    TransformerEncoderLayer (bool True = may NOT attend, float added). enable_nested_tensor and
+    mask_check are accepted for compatibility (tinyattn has no nested tensors): padded positions
+    are computed like any other, where PyTorch's inference fast path would output zeros."""
 
     def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True,
                  mask_check=True):
