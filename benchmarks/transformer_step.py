@@ -8,6 +8,7 @@ process; PyTorch with torch.set_num_threads(2). The time spent in the matmul ker
 separately (it is a slow placeholder on some branches).
 
     python benchmarks/transformer_step.py [--steps 20] [--dropout 0.1] [--profile] [--no-torch]
+                                          [--torch-threads 2]
 """
 import argparse
 import cProfile
@@ -104,9 +105,9 @@ def time_tinyattn(steps, dropout, profile):
                 rest_median=statistics.median(t - m for t, m in zip(times, shares)), calls=calls)
 
 
-def time_torch(steps, dropout):
+def time_torch(steps, dropout, threads=2):
     import torch
-    torch.set_num_threads(2)
+    torch.set_num_threads(threads)
     torch.manual_seed(0)
 
     class TorchClassifier(torch.nn.Module):
@@ -154,6 +155,7 @@ def main():
     ap.add_argument("--dropout", type=float, default=0.1)
     ap.add_argument("--profile", action="store_true", help="cProfile 5 tinyattn steps")
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--torch-threads", type=int, default=2)
     args = ap.parse_args()
     r = time_tinyattn(args.steps, args.dropout, args.profile)
     print(f"tinyattn: {r['total_min'] * 1e3:.1f} ms/step min, {r['total_median'] * 1e3:.1f} "
@@ -161,8 +163,9 @@ def main():
           f"calls; everything else {r['rest_min'] * 1e3:.1f} ms min, "
           f"{r['rest_median'] * 1e3:.1f} median")
     if not args.no_torch:
-        tmin, tmed = time_torch(args.steps, args.dropout)
-        print(f"pytorch : {tmin * 1e3:.1f} ms/step min, {tmed * 1e3:.1f} median (2 threads)")
+        tmin, tmed = time_torch(args.steps, args.dropout, args.torch_threads)
+        print(f"pytorch : {tmin * 1e3:.1f} ms/step min, {tmed * 1e3:.1f} median "
+              f"({args.torch_threads} threads)")
         print(f"ratio   : tinyattn / pytorch = {r['total_min'] / tmin:.2f}x; tinyattn without "
               f"its matmul kernel / pytorch = {r['rest_min'] / tmin:.2f}x (min over min)")
 
