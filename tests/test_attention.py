@@ -527,3 +527,11 @@ def test_mha_errors_name_the_problem():
         m(x, tinyattn.randn(3, 1, 4), tinyattn.randn(3, 1, 4))
     with pytest.raises(TypeError, match="only bool and floating-point"):
         m(x, x, x, attn_mask=tinyattn.zeros(3, 3, dtype=tinyattn.int64))
+
+
+def test_sdpa_gqa_errors():
+    with pytest.raises(ValueError, match="enable_gqa"):
+        F.scaled_dot_product_attention(rand(2, 3, 4, 5), rand(2, 2, 4, 5), rand(2, 2, 4, 5),
+                                       enable_gqa=True)
+    with pytest.raises(ValueError, match="enable_gqa"):
+        F.scaled_dot_product_attention(rand(3, 5), rand(4, 5), rand(4, 5), enable_gqa=True)

@@ -210,8 +210,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"{op}: dropout_p must be in [0, 1], got {dropout_p}")
     if enable_gqa:
-        hq, hkv = query.shape[-3] if query.ndim > 2 else 1, key.shape[-3] if key.ndim > 2 else 1
-        if key.ndim < 3 or value.ndim < 3 or value.shape[-3] != hkv or hq % hkv:
+        heads_ok = query.ndim >= 3 and key.ndim >= 3 and value.ndim >= 3
+        hq = query.shape[-3] if heads_ok else 0
+        hkv = key.shape[-3] if heads_ok else 0
+        if not heads_ok or value.shape[-3] != hkv or hkv == 0 or hq % hkv:
             raise ValueError(f"{op}: enable_gqa needs (..., H, seq, features) inputs whose key/"
                              f"value heads divide the query heads; got shapes "
                              f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}")
