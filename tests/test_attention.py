@@ -6,6 +6,8 @@ compare outputs and gradients, with the non-uniform upstream gradient of ((out +
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tinyattn
 from tinyattn import nn
@@ -535,3 +537,33 @@ def test_sdpa_gqa_errors():
                                        enable_gqa=True)
     with pytest.raises(ValueError, match="enable_gqa"):
         F.scaled_dot_product_attention(rand(3, 5), rand(4, 5), rand(4, 5), enable_gqa=True)
+
+
+# ============================================================================ random shapes
+
+
+@settings(deadline=None, max_examples=25)
+@given(B=st.integers(1, 3), H=st.integers(1, 3), L=st.integers(1, 5), S=st.integers(1, 5),
+       E=st.integers(1, 4), Ev=st.integers(1, 4), kind=st.sampled_from(["none", "bool", "float",
+                                                                         "causal"]),
+       seed=st.integers(0, 1000))
+def test_sdpa_random_shapes_match_torch(B, H, L, S, E, Ev, kind, seed):
+    torch = pytest.importorskip("torch")
+    tinyattn.manual_seed(seed)
+    q, k, v = rand(B, H, L, E), rand(B, H, S, E), rand(B, H, S, Ev)
+    mask = tmask = None
+    if kind == "bool":
+        mask = allowed_mask((B, 1, L, S), S)
+        tmask = to_torch(torch, mask)
+    elif kind == "float":
+        mask = tinyattn.rand(L, S, dtype=tinyattn.float64, low=-2.0, high=2.0)
+        tmask = to_torch(torch, mask)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=kind == "causal")
+    tq, tk, tv = (to_torch(torch, t, True) for t in (q, k, v))
+    tout = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, attn_mask=tmask,
+                                                            is_causal=kind == "causal")
+    assert_close(out, tout, 1e-10, 1e-8)
+    upstream_loss(out).backward()
+    upstream_loss(tout).backward()
+    for ours, theirs in ((q, tq), (k, tk), (v, tv)):
+        assert_close(ours.grad, theirs.grad, 1e-10, 1e-8)
