@@ -100,8 +100,10 @@ def main(argv=None):
     grid = [[-1.5 + 4 * c / (n - 1), 1.5 - 2.5 * r / (n - 1)] for r in range(n) for c in range(n)]
     with ta.no_grad():
         prob = model(ta.tensor(grid)).sigmoid().reshape(n, n)
-    viz.heatmap(prob, title="two moons: P(y = +1)", x_label="x (-1.5 .. 2.5)",
-                y_label="y (1.5 .. -1)", path=out / "decision.svg")
+    viz.heatmap(prob, x_labels=[f"{grid[c][0]:.1f}" for c in range(n)],
+                y_labels=[f"{grid[r * n][1]:.1f}" for r in range(n)],
+                title="two moons: P(y = +1) learned by the MLP", x_name="x", y_name="y",
+                path=out / "decision.svg")
     common.save_checkpoint(out, model, step=steps)
     common.write_metrics(out, accuracy=acc, final_loss=losses[-1], seconds=seconds)
     common.summary(f"two moons: accuracy {acc:.1%} on the training points, loss "

@@ -6,7 +6,11 @@ import pytest
 import tinyattn as ta
 from tinyattn.autograd import gradcheck
 from tinyattn.nn import AdditiveAttention, LuongAttention
-from tinyattn.nn.rnn_attention import additive_score, padding_mask
+from tinyattn.nn.rnn_attention import additive_score
+
+
+def padding_mask(lengths, S):
+    return ta.nn.padding_mask(lengths, S, convention="mha")  # bool, True = padding
 
 
 def approx(a, b, tol=1e-9):

@@ -3,6 +3,7 @@
 Layers, bottom to top: kernels/ (numba loops on flat buffers) -> tensor.py, autograd.py,
 functions.py (Tensor, graph, differentiable ops) -> nn/, optim/ -> demos/.
 """
+from . import _malloc  # noqa: F401  (keeps freed tensor memory for reuse; see _malloc.py)
 from . import autograd  # first: tensor.py and functions.py build on it
 from .tensor import Tensor
 from .dtypes import bool, double, dtype, float, float32, float64, int64, long  # noqa: A004

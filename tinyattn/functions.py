@@ -298,7 +298,9 @@ class Add(Function):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.inputs
-        return sum_to(g, a.shape), sum_to(g, b.shape)
+        na, nb = ctx.needs_input_grad
+        # An input that needs no gradient (an attention mask) must not cost a reduction pass.
+        return (sum_to(g, a.shape) if na else None), (sum_to(g, b.shape) if nb else None)
 
 
 class Sub(Function):

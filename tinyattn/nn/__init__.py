@@ -11,3 +11,8 @@ from .rnn_attention import AdditiveAttention, LuongAttention
 from .seq2seq import AttentionDecoder, Seq2Seq, Seq2SeqEncoder
 from . import utils
 from .sparse import Embedding
+from .attention import MultiheadAttention, SelfAttention, causal_mask, padding_mask
+from .positional import LearnedPositionalEmbedding, PositionalEncoding
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,
+                          TransformerEncoder, TransformerEncoderLayer, attention_maps,
+                          record_attention)

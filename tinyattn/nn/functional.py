@@ -1,11 +1,14 @@
 """The functional API (`tinyattn.nn.functional`, imported as F), with PyTorch's names and arguments.
 
 Layers in tinyattn.nn hold parameters and call these functions; the functions hold no state."""
+from array import array
+
 from .. import dtypes as _dt
 from .. import functions as _f
 from ..autograd import Function
 from ..creation import bernoulli_mask
 from ..kernels import index as KI
+from ..kernels import layer_norm as KL
 from ..tensor import Tensor, _empty, _make
 
 relu = _f.relu
@@ -38,25 +41,67 @@ def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
     return _f.mul(input, bernoulli_mask(input.shape, p, input.dtype))
 
 
+class _LayerNorm(Function):
+    """y = (x - mean) / sqrt(var + eps) * weight + bias over the last D elements of each row.
+
+    Fused (kernels/layer_norm.py): with xhat = (x - mean) * rstd and gy = g * weight, per row
+        dx = rstd * (gy - mean(gy) - xhat * mean(gy * xhat))
+        dweight = sum over rows of g * xhat,  dbias = sum over rows of g."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, D, eps):
+        xp = _f._packed(x)
+        N = xp.numel() // D if D else 0
+        out = _empty(x.shape, x.dtype)
+        mean = _dt.zeros_buffer(_dt.float64, N)
+        rstd = _dt.zeros_buffer(_dt.float64, N)
+        w = xp if weight is None else _f._packed(weight)
+        b = xp if bias is None else _f._packed(bias)
+        KL.layer_norm_forward(xp._data, w._data, b._data, weight is not None, bias is not None,
+                              out._data, mean, rstd, N, D, float(eps))
+        ctx.save_for_backward(xp, w)
+        ctx.stats = (mean, rstd, N)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        xp, w = ctx.saved_tensors
+        mean, rstd, N = ctx.stats
+        x, weight, bias, D, _ = ctx.inputs
+        g = _f._packed(g)
+        dx = _empty(x.shape, x.dtype)
+        dw = _dt.zeros_buffer(_dt.float64, D)
+        db = _dt.zeros_buffer(_dt.float64, D)
+        KL.layer_norm_backward(g._data, xp._data, w._data, weight is not None, mean, rstd,
+                               dx._data, dw, db, N, D)
+        gw = gb = None
+        if weight is not None and ctx.needs_input_grad[1]:
+            gw = _make(array(weight.dtype.typecode, dw), weight.shape, weight.dtype)
+        if bias is not None and ctx.needs_input_grad[2]:
+            gb = _make(array(bias.dtype.typecode, db), bias.shape, bias.dtype)
+        return dx, gw, gb, None, None
+
+
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002
     """y = (x - mean) / sqrt(var + eps) * weight + bias over the last len(normalized_shape) dims
-    (biased variance, as in PyTorch)."""
+    (biased variance, as in PyTorch); weight and bias have shape normalized_shape. One fused
+    primitive (_LayerNorm), not ~30 small ops."""
     normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(
         normalized_shape)
     k = len(normalized_shape)
     if tuple(input.shape[input.ndim - k:]) != normalized_shape:
         raise ValueError(f"layer_norm: expected input with trailing shape {normalized_shape}, "
                          f"got shape {tuple(input.shape)}")
-    dims = tuple(range(input.ndim - k, input.ndim))
-    mu = _f.mean(input, dims, keepdim=True)
-    xc = _f.sub(input, mu)
-    var = _f.mean(_f.mul(xc, xc), dims, keepdim=True)
-    y = _f.mul(xc, _f.rsqrt(_f.add(var, eps)))
-    if weight is not None:
-        y = _f.mul(y, weight)
-    if bias is not None:
-        y = _f.add(y, bias)
-    return y
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"layer_norm: expected a floating-point input, got {input.dtype}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (tuple(t.shape) != normalized_shape or t.dtype is not input.dtype):
+            raise ValueError(f"layer_norm: {name} must have shape {normalized_shape} and dtype "
+                             f"{input.dtype}, got {tuple(t.shape)} ({t.dtype})")
+    D = 1
+    for n in normalized_shape:
+        D *= n
+    return _LayerNorm.apply(input, weight, bias, D, eps)
 
 
 class _Embedding(Function):
@@ -98,3 +143,5 @@ def embedding(input, weight, padding_idx=None):  # noqa: A002
 
 from ._loss_functional import (binary_cross_entropy_with_logits, cross_entropy,  # noqa: E402,F401
                                mse_loss, nll_loss)
+# The attention family lives in attention.py (it needs Modules); its functions are exported here.
+from .attention import causal_mask, padding_mask, scaled_dot_product_attention  # noqa: E402,F401

@@ -42,6 +42,16 @@ class Parameter(Tensor):
     def __reduce_ex__(self, protocol):
         raise TypeError("tinyattn never pickles tensors; use tinyattn.save / tinyattn.load")
 
+    def __deepcopy__(self, memo):
+        # copy.deepcopy(module) is how PyTorch clones layers (TransformerEncoder's N copies of one
+        # layer), so it must work although pickling is refused. copy.deepcopy consults `memo`
+        # before calling this, so a parameter shared by two modules stays shared in the copy.
+        new = Parameter(self.detach().clone(), self._requires_grad)
+        if self.grad is not None:
+            new.grad = self.grad.detach().clone()
+        memo[id(self)] = new
+        return new
+
 
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 

@@ -17,7 +17,8 @@ is computed once per source sentence with `precompute_keys(keys)` and passed bac
 `projected_keys=`; a decoder then does only the (B, H_dec)-sized work per step.
 
 Masks: `key_padding_mask` (B, S) bool, **True marks padding** -- positions that may not be attended
-to -- as in torch.nn.MultiheadAttention's key_padding_mask. `padding_mask(lengths, S)` builds it.
+to -- as in torch.nn.MultiheadAttention's key_padding_mask; build it with
+`nn.padding_mask(lengths, S, convention="mha")`.
 Masked positions get weight exactly 0; a row with every position masked gets all-zero weights and
 a zero context (PyTorch's softmax would give NaN), with finite gradients.
 """
@@ -26,23 +27,10 @@ import math
 from .. import dtypes as _dt
 from .. import functions as _f
 from ..autograd import Function
-from ..creation import arange, tensor
 from ..kernels import additive_attention as KA
 from ..tensor import Tensor, _empty
 from .linear import Linear
 from .module import Module
-
-
-def padding_mask(lengths, max_len=None):
-    """(B, S) bool mask, True at padding: position j of sequence b is padding when j >= lengths[b].
-
-    lengths: a list of ints or an int64 tensor (B,); max_len defaults to max(lengths)."""
-    if not isinstance(lengths, Tensor):
-        lengths = tensor(list(lengths), dtype=_dt.int64)
-    if max_len is None:
-        max_len = int(max(lengths.tolist())) if lengths.numel() else 0
-    positions = _f.reshape(arange(max_len), (1, max_len))  # (1, S)
-    return _f.ge(positions, _f.reshape(lengths, (-1, 1)))  # (B, S)
 
 
 def _check(op, query, keys, key_padding_mask, query_size, key_size):

@@ -35,7 +35,8 @@ from . import functional as F
 from .linear import Linear
 from .module import Module
 from .rnn import GRU, GRUCell
-from .rnn_attention import AdditiveAttention, LuongAttention, padding_mask
+from .attention import padding_mask
+from .rnn_attention import AdditiveAttention, LuongAttention
 from .sparse import Embedding
 
 Memory = namedtuple("Memory", ["keys", "projected_keys", "mask", "final"])
@@ -181,7 +182,7 @@ class Seq2Seq(Module):
             src_lengths = src_lengths.tolist()
         full = all(n == src.shape[1] for n in src_lengths)
         outputs, final = self.encoder(src, None if full else src_lengths)
-        mask = None if full else padding_mask(src_lengths, src.shape[1])  # (B, S), True = pad
+        mask = None if full else padding_mask(src_lengths, src.shape[1], convention="mha")  # (B, S), True = pad
         return self.decoder.memory(outputs, final, mask)
 
     # ------------------------------------------------------------------ training
