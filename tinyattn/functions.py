@@ -13,6 +13,8 @@ free. Each primitive's docstring gives the forward formula and the derivative it
 Broadcasting: binary ops broadcast their inputs (NumPy rules). The gradient that flows back into a
 broadcast input is summed over the broadcast dimensions (`sum_to`), because each input element was
 used once per position it was broadcast to.
+
+Chapters 1 and 2 of the tour (docs/01-autograd.md, docs/02-kernels.md) walk through this file.
 """
 import builtins
 import math

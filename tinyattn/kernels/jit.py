@@ -10,6 +10,8 @@ interpreted, slowly, which is how the test-suite checks the compiled code agains
 
 A kernel defined where numba has no file to cache it next to (the interactive interpreter,
 ``exec()`` of a string, as the tour's snippets are run) is compiled without the disk cache.
+
+Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 from numba import njit
 
