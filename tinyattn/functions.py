@@ -520,8 +520,6 @@ def pow(a, b):  # noqa: A001 - PyTorch's name
     if isinstance(a, Tensor) and isinstance(b, (int, float)) and not isinstance(b, bool):
         if b == 2:
             return mul(a, a)
-        if b == 1:
-            return a
         if a.dtype.is_floating_point:
             return Unary.apply(a, KE.POW, float(b), 0.0)
     return _binary(Pow, KE.POW2, a, b)
