@@ -17,7 +17,7 @@ def python_blocks(path):
     return [b for b in BLOCK.findall(path.read_text()) if not b.startswith("# not run")]
 
 
-@pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
+@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(ROOT)) for p in FILES])
 def test_markdown_snippets_run(path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # snippets that write files write them here
     namespace = {"__name__": "__docs__"}

@@ -1,4 +1,7 @@
-"""Pure functions on shapes and strides (tuples of ints): broadcasting, dims, kernel layouts."""
+"""Pure functions on shapes and strides (tuples of ints): broadcasting, dims, kernel layouts.
+
+Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
+"""
 
 
 def contiguous_strides(shape):

@@ -13,6 +13,8 @@ free. Each primitive's docstring gives the forward formula and the derivative it
 Broadcasting: binary ops broadcast their inputs (NumPy rules). The gradient that flows back into a
 broadcast input is summed over the broadcast dimensions (`sum_to`), because each input element was
 used once per position it was broadcast to.
+
+Chapters 1 and 2 of the tour (docs/01-autograd.md, docs/02-kernels.md) walk through this file.
 """
 import builtins
 import math
@@ -518,8 +520,6 @@ def pow(a, b):  # noqa: A001 - PyTorch's name
     if isinstance(a, Tensor) and isinstance(b, (int, float)) and not isinstance(b, bool):
         if b == 2:
             return mul(a, a)
-        if b == 1:
-            return a
         if a.dtype.is_floating_point:
             return Unary.apply(a, KE.POW, float(b), 0.0)
     return _binary(Pow, KE.POW2, a, b)

@@ -9,6 +9,8 @@ has stride 0. Kernels accept these strided views directly where that saves a cop
 Autograd state: `requires_grad`, `grad` (accumulated by backward), `grad_fn` (the Function node that
 made this tensor; None for leaves). The op methods are thin: each calls the function of the same name
 in tinyattn/functions.py, where the primitives and their gradients live.
+
+Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 from array import array
 

@@ -10,6 +10,8 @@ the committed file is what it writes. Read ``matmul._micro_loops`` for the same 
 three plain loops.
 
 Run ``python -m tinyattn.kernels._microkernel_gen`` after changing the tile shape.
+
+Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 
 import os

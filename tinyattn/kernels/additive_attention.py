@@ -7,6 +7,8 @@ for the backward:
 
     d pk[b, s, a] = g[b, s] * v[a] * (1 - t^2)      d q[b, a] = sum_s d pk[b, s, a]
     d v[a]        = sum_{b, s} g[b, s] * t[b, s, a]
+
+Chapter 4 of the tour (docs/04-seq2seq.md) walks through this file.
 """
 from .jit import kernel
 from .rnn import _tanh

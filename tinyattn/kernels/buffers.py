@@ -18,6 +18,8 @@ vectorising loops over them. Two tools, each with a plain-Python twin that is wh
 
 numba's ``cache=True`` does not notice when a function defined here changes: after editing this
 file, delete the ``__pycache__`` folders (or touch the kernels' files) so cached kernels recompile.
+
+Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 
 from numba import types

@@ -11,6 +11,8 @@ common case (same shape, contiguous) arrives as ``n0 = n1 = n2 = 1`` and one lon
 Each unary op is written twice, side by side: its value ``y = f(x)`` in `_unary_value` and its
 derivative ``dy/dx`` (given ``x`` and ``y``) in `_unary_derivative`. The autograd layer multiplies the
 derivative by the upstream gradient in `unary_backward`, so adding an activation is two short lines.
+
+Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 import math
 

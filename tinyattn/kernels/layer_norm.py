@@ -12,6 +12,8 @@ Backward, with upstream gradient g and gy = g * w (w = 1 when absent):
 
 Composed from primitives this is ~10 ops forward and ~20 backward, each a pass over the whole
 tensor; fused it is one pass (two loops over each row) each way.
+
+Chapter 5 of the tour (docs/05-transformer.md) walks through this file.
 """
 import math
 

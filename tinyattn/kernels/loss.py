@@ -15,6 +15,8 @@ log_softmax, gather, mul, ...) saves memory traffic and keeps exp() arguments <=
 
 Every kernel first checks the targets and returns the row of the first one outside [0, C) (and not
 ignore_index), or -1, before touching memory with it: numba does not bounds-check.
+
+Chapter 5 of the tour (docs/05-transformer.md) walks through this file.
 """
 import math
 

@@ -38,6 +38,8 @@ Measured on the 2-core AVX-512 machine (fp32, GFLOP/s; PyTorch with 2 threads al
 only pay from ~4M multiply-adds, see ``PARALLEL_MIN_WORK``). Run ``benchmarks/matmul.py``.
 The 8 x 16 tile is chosen for 512-bit vectors: on an AVX2-only CPU its 16 accumulators would
 fill all 16 vector registers and spill; a 4 x 16 tile would suit such a CPU better.
+
+Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 
 import array

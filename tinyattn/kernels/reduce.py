@@ -6,6 +6,8 @@ run of adjacent dims per call, so these few loops serve `sum`, `mean`, `max`, `a
 `dim`. When I == 1 (reduce the last axis) each output is one pass over a contiguous row; otherwise
 the loop runs over rows of I contiguous values and accumulates them into the output row, which keeps
 memory access contiguous.
+
+Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 import math
 

@@ -11,6 +11,8 @@ argument <= 0, so logits of 1e4 give no overflow, inf or NaN. Backward, with ups
 
 A row whose entries are all -inf (every key masked out) gets softmax weights 0 and log-softmax
 -inf, and a zero / finite gradient. PyTorch gives NaN there; attention layers rely on the zeros.
+
+Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 import math
 

@@ -14,6 +14,8 @@ sending to another thread) and by not calling :func:`parallel_for` for small wor
 Number of threads: ``os.cpu_count()`` capped at ``MAX_THREADS``; the environment variable
 ``TINYATTN_NUM_THREADS`` overrides it (``1`` turns threading off). :func:`set_num_threads` changes
 it at run time (the pool is rebuilt lazily).
+
+Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 
 import os

@@ -12,6 +12,8 @@ for an unbatched (C,) input) -- and class-index target (N,), () or (N, d1, ..., 
 reduction='mean' with class weights divides by the sum of the weights of the targets that are not
 ignored, not by the number of targets: loss = sum_i w_{t_i} l_i / sum_i w_{t_i} (PyTorch's rule). If
 every target is ignored that is 0 / 0 = nan, as in PyTorch.
+
+Chapter 5 of the tour (docs/05-transformer.md) walks through this file.
 """
 import math
 from array import array

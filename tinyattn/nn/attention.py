@@ -26,6 +26,8 @@ Beyond PyTorch:
 - every layer can hand back its real per-head weights (B, H, L, S) for pictures:
   `scaled_dot_product_attention(..., return_weights=True)`, `MultiheadAttention(...,
   average_attn_weights=False)`, and `SelfAttention` always.
+
+Chapter 3 of the tour (docs/03-attention.md) walks through this file.
 """
 import math
 

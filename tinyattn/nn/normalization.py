@@ -1,4 +1,7 @@
-"""LayerNorm."""
+"""LayerNorm.
+
+Chapter 5 of the tour (docs/05-transformer.md) walks through this file.
+"""
 from ..creation import ones, zeros
 from . import functional as F
 from .module import Module, Parameter

@@ -7,6 +7,8 @@ symmetry, so "dog bites man" and "man bites dog" look different to the model.
     sinusoidal (Vaswani et al., 2017):  PE(pos, 2i)   = sin(pos / 10000^(2i / d))
                                         PE(pos, 2i+1) = cos(pos / 10000^(2i / d))
     learned (GPT-2, BERT):              P = a trainable (max_len, d) table, row pos for position pos
+
+Chapter 3 of the tour (docs/03-attention.md) walks through this file.
 """
 from .. import dtypes as _dt
 from .. import functions as _f

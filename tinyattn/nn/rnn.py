@@ -22,6 +22,8 @@ lengths=)` takes a padded batch and the true length of each sequence. A sequence
 changing after its last token, outputs past it are zero, and the reverse direction starts at each
 sequence's own last token; so `h_n` is the state at the true end, in both directions, exactly as
 running every sequence alone would give.
+
+Chapter 4 of the tour (docs/04-seq2seq.md) walks through this file.
 """
 import math
 from array import array

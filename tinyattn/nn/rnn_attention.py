@@ -21,6 +21,8 @@ to -- as in torch.nn.MultiheadAttention's key_padding_mask; build it with
 `nn.padding_mask(lengths, S, convention="mha")`.
 Masked positions get weight exactly 0; a row with every position masked gets all-zero weights and
 a zero context (PyTorch's softmax would give NaN), with finite gradients.
+
+Chapter 4 of the tour (docs/04-seq2seq.md) walks through this file.
 """
 import math
 

@@ -22,6 +22,8 @@ the decoder reads tgt[:, :-1] and predicts tgt[:, 1:] (teacher forcing): see `Se
 Speed: the encoder is two whole-sequence GRU nodes; the encoder side of attention (U h) is computed
 once per batch; per decoder step the work is a handful of ops on (B, H) tensors; the output layer
 runs once over all steps.
+
+Chapter 4 of the tour (docs/04-seq2seq.md) walks through this file.
 """
 import math
 from collections import namedtuple

@@ -22,6 +22,8 @@ weights of its last forward pass, `attention_maps(model)` collects them by modul
 
 (unbatched input gives (H, L, S)). They are the weights multiplied with V, so record in eval mode
 to see them without dropout.
+
+Chapter 5 of the tour (docs/05-transformer.md) walks through this file.
 """
 import copy
 from collections import OrderedDict

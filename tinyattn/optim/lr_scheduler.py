@@ -14,6 +14,8 @@ StepLR and CosineAnnealingLR compute the new lr from the current one (PyTorch's 
 so a learning rate changed by hand carries on into the schedule, and the values match PyTorch's
 exactly, including their rounding. NoamLR, the warm-up schedule of "Attention Is All You Need",
 is not in PyTorch.
+
+Chapter 5 of the tour (docs/05-transformer.md) walks through this file.
 """
 import math
 import types

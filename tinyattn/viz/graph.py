@@ -20,6 +20,8 @@ with its op name; edges run input -> op -> output.
 Names come from, in this order: the `names` argument ({tensor: "a"} or {"a": tensor}, so
 `names=locals()` works), `label(tensor, "a")`, or a `.label` attribute on the tensor (nn.Parameter
 and other Tensor subclasses accept one; plain Tensors have fixed slots, hence `label()`).
+
+Chapter 1 of the tour (docs/01-autograd.md) walks through this file.
 """
 import shutil
 import subprocess
