@@ -90,7 +90,7 @@ def additive_score(projected_keys, projected_query, v):
     return _AdditiveScore.apply(_f.to_dtype(pk, dt), _f.to_dtype(q, dt), _f.to_dtype(v, dt))
 
 
-def _attend(scores, keys, key_padding_mask):
+def _weigh_keys(scores, keys, key_padding_mask):
     """Masked softmax over the source, then the weighted sum of the keys.
 
     scores (B, S), keys (B, S, H_enc) -> context (B, H_enc), weights (B, S)."""
@@ -129,7 +129,7 @@ class AdditiveAttention(Module):
         q = self.query_proj(query)  # (B, A)
         # v^T tanh(U h_s + W s) for all s at once, fused (the ops: tanh(pk + q[:, None]) @ v)
         scores = additive_score(pk, q, _f.reshape(self.v.weight, (self.hidden_size,)))  # (B, S)
-        return _attend(scores, keys, key_padding_mask)
+        return _weigh_keys(scores, keys, key_padding_mask)
 
     def extra_repr(self):
         return f"query_size={self.query_size}, key_size={self.key_size}, " \
@@ -180,7 +180,7 @@ class LuongAttention(Module):
             scores = additive_score(pk, q, _f.reshape(self.v.weight, (self.hidden_size,)))  # (B, S)
         else:
             scores = _f.squeeze(_f.matmul(pk, _f.unsqueeze(query, 2)), 2)  # (B, S, H) @ (B, H, 1)
-        return _attend(scores, keys, key_padding_mask)
+        return _weigh_keys(scores, keys, key_padding_mask)
 
     def extra_repr(self):
         return f"query_size={self.query_size}, key_size={self.key_size}, score='{self.score}'"
