@@ -276,7 +276,7 @@ def main(argv=None):
         metric = "exact_" + name.replace("/", "").replace(".", "")
         metrics[metric] = sum(oks) / len(oks)
     common.write_metrics(out, **metrics)
-    common.summary(f"dates: {exact:.1%} exact match on {len(test):,} held-out dates "
+    common.summary(f"dates: {exact:.2%} exact match on {len(test):,} held-out dates "
                    f"({len(FORMATS)} formats -> ISO 8601), trained in {train_seconds:.0f} s")
     return {"losses": losses, "exact": exact}
 
