@@ -179,7 +179,7 @@ def main(argv=None):
     parser = common.parser("dates", __doc__)
     parser.add_argument("--epochs", type=int, default=None, help="epochs (default 6; quick 5)")
     parser.add_argument("--per-epoch", type=int, default=None,
-                        help="training examples per epoch, fresh each epoch (default 10000; quick 4000)")
+                        help="fresh training examples per epoch (default 10000; quick 4000)")
     parser.add_argument("--test-size", type=int, default=None,
                         help="held-out dates (default 2000; quick 400)")
     args = parser.parse_args(argv)

@@ -1,6 +1,6 @@
 """Why attention was invented: a fixed context vector forgets long inputs, attention does not.
 
-    python demos/long_sequences.py            # three models, about a minute each
+    python demos/long_sequences.py            # three models, about 2 minutes on 2 cores
     python demos/long_sequences.py --quick    # a short run (the test suite's smoke test)
 
 The task: reverse a sequence of 5 to 40 letters ("k q b r" -> "r b q k"). Three GRU
@@ -17,10 +17,13 @@ encoder-decoders of the same size learn it from the same examples, for the same 
 Accuracy against input length tells the story the papers told: without attention, accuracy falls
 as inputs grow longer than the vector can hold; with attention it stays high, because the decoder
 can look back at the one source position it needs (here the mirror image of its own position).
+The pictures also show the two attentions differ: Luong's weights become a sharp one-hot on the
+mirror position, Bahdanau's spread over it and its neighbours -- and both read the right letter.
 
 Writes runs/long_sequences/: accuracy_by_length.svg (the chart), loss.svg (training loss),
-attention_*.svg (where the attention models look on a 40-letter input), metrics.json (letter accuracy and exact match per
-length bucket, e.g. acc_none_len_31_40) and checkpoint.safetensors (the three models).
+attention_*.svg (where the attention models look on a 40-letter input), metrics.json (letter
+accuracy and exact match per length bucket, e.g. acc_none_len_31_40) and checkpoint.safetensors
+(the three models).
 """
 import random
 import time
@@ -180,14 +183,22 @@ def main(argv=None):
                     for k in KINDS}, title="reversing sequences: training loss", x_label="epoch",
                    y_label="cross-entropy per letter", log_y=True, path=out / "loss.svg")
     longest = max(range(len(test)), key=lambda i: len(test[i][0]))
-    for kind in ("bahdanau", "luong"):
+    for kind, name in (("bahdanau", "Bahdanau"), ("luong", "Luong")):
         _, _, _, hyp = results[kind][longest]
         if hyp.attention is None:
             continue
         src = text(test[longest][0])
         viz.heatmap(hyp.attention[:, :len(src)], x_labels=src, y_labels=text(hyp.tokens),
                     x_name="source", y_name="output", path=out / f"attention_{kind}.svg",
-                    title=f"{kind} attention reversing {len(src)} letters")
+                    title=f"{name} attention reversing {len(src)} letters")
+    # a short example fits in a terminal
+    short = next(i for i in range(len(test)) if len(test[i][0]) == 12)
+    hyp = results["bahdanau"][short][3]
+    if hyp.attention is not None:
+        src = text(test[short][0])
+        print()
+        viz.print_heatmap(hyp.attention[:, :len(src)], x_labels=src, y_labels=text(hyp.tokens),
+                          title=f"Bahdanau attention: {src} -> {text(hyp.tokens)}")
     common.save_checkpoint(out, models["bahdanau"],
                            **{f"{k}_model": models[k].state_dict() for k in ("none", "luong")})
     common.write_metrics(out, **metrics)
