@@ -16,8 +16,9 @@ or "11", wherever the format puts it -- the picture shows the model found the da
 
 The formats never mix day-month and month-day orders with the same separator, so every input has
 one reading: '/' is month/day/year (US) or year/month/day, '.' is day.month.year (Europe), '-'
-is year-month-day or day-Mon-year. Two-digit years follow the POSIX rule of strptime's %y:
-69-99 -> 1969-1999, 00-68 -> 2000-2068, which is why dates run from 1969 to 2068.
+is day-Mon-year. Two-digit years follow the POSIX rule of strptime's %y: 69-99 -> 1969-1999,
+00-68 -> 2000-2068, which is why dates run from 1969 to 2068. Within a format people vary: '5' or
+'05', 'Sep' or 'Sept', 'Nov' or 'Nov.', lower, Title or UPPER case -- so do the examples.
 
 Held out: 2,000 dates (each in a random format) are drawn first and never appear in training, in
 any format; training draws fresh (date, format) pairs from the other 34,525 dates every epoch.
