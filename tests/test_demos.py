@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 DEMOS = pathlib.Path(__file__).resolve().parent.parent / "demos"
-TRAINING_DEMOS = ["two_moons"]
+TRAINING_DEMOS = ["two_moons", "dates", "long_sequences"]
 
 
 def run_demo(name, *argv):
@@ -54,3 +54,21 @@ def test_same_seed_same_numbers(tmp_path):
     c = run_demo("two_moons", "--quick", "--steps", "15", "--seed", "1", "--out",
                  str(tmp_path / "c"))
     assert a["losses"] == b["losses"] and a["losses"] != c["losses"]
+
+
+# a few steps each: enough to compare numbers, not to learn
+SMALL_RUNS = {"dates": ["--epochs", "1", "--per-epoch", "128", "--test-size", "40"],
+              "long_sequences": ["--epochs", "1", "--train-size", "128"]}
+
+
+@pytest.mark.jit_only
+@pytest.mark.parametrize("name", sorted(SMALL_RUNS))
+def test_seq2seq_demos_same_seed_same_numbers(name, tmp_path):
+    runs = {}
+    for label, seed in (("a", "0"), ("b", "0"), ("c", "1")):
+        out = tmp_path / label
+        result = run_demo(name, "--quick", *SMALL_RUNS[name], "--seed", seed, "--out", str(out))
+        metrics = json.loads((out / "metrics.json").read_text())
+        runs[label] = (result["losses"], {k: v for k, v in metrics.items() if "seconds" not in k})
+    assert runs["a"] == runs["b"]
+    assert runs["a"][0] != runs["c"][0]
