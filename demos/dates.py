@@ -255,7 +255,7 @@ def main(argv=None):
         if name not in first or results[first[name]][1].attention is None:
             continue  # no test date in this format, or the model wrote nothing
         text, (got, hyp) = test[first[name]][0], results[first[name]]
-        weights = hyp.attention[:, :len(text)]  # (output chars, source chars): drop the padding
+        weights = hyp.attention  # (output chars, source chars), padding already cut off
         rows = [TGT_CHARS[t] for t in hyp.tokens]  # one label per output token
         safe = name.replace("/", "").replace(".", "")
         viz.heatmap(weights, x_labels=text, y_labels=rows, x_name="source",

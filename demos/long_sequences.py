@@ -188,7 +188,7 @@ def main(argv=None):
         if hyp.attention is None:
             continue
         src = text(test[longest][0])
-        viz.heatmap(hyp.attention[:, :len(src)], x_labels=src, y_labels=text(hyp.tokens),
+        viz.heatmap(hyp.attention, x_labels=src, y_labels=text(hyp.tokens),
                     x_name="source", y_name="output", path=out / f"attention_{kind}.svg",
                     title=f"{name} attention reversing {len(src)} letters")
     # a short example fits in a terminal
@@ -197,7 +197,7 @@ def main(argv=None):
     if hyp.attention is not None:
         src = text(test[short][0])
         print()
-        viz.print_heatmap(hyp.attention[:, :len(src)], x_labels=src, y_labels=text(hyp.tokens),
+        viz.print_heatmap(hyp.attention, x_labels=src, y_labels=text(hyp.tokens),
                           title=f"Bahdanau attention: {src} -> {text(hyp.tokens)}")
     common.save_checkpoint(out, models["bahdanau"],
                            **{f"{k}_model": models[k].state_dict() for k in ("none", "luong")})

@@ -71,13 +71,13 @@ def test_greedy_equals_beam_with_k1(kind):
     src, lengths = pad_sequences([[3, 4, 5, 6], [7, 8], [9, 10, 3]])
     greedy = m.greedy_decode(src, lengths, max_len=6)
     beam = m.beam_search(src, lengths, beam_size=1, max_len=6)
-    for g, b in zip(greedy, beam):
+    for g, b, n in zip(greedy, beam, lengths):
         assert g.tokens == b.tokens
         assert g.score == pytest.approx(b.score, abs=1e-5)
         if kind["attention"] == "none":
             assert g.attention is None and b.attention is None
         elif g.tokens:
-            assert g.attention.shape == (len(g.tokens), src.shape[1])
+            assert g.attention.shape == (len(g.tokens), n)  # this source's own length
             assert g.attention.reshape(-1).tolist() == pytest.approx(
                 b.attention.reshape(-1).tolist(), abs=1e-6)
 
@@ -173,3 +173,18 @@ def test_errors():
         Seq2Seq(5, 5).greedy_decode(ta.zeros(2, 3))
     with pytest.raises(ValueError, match="beam_size"):
         Seq2Seq(5, 5).beam_search(ta.tensor([[3, 4]]), beam_size=0)
+
+
+def test_decoded_attention_covers_only_the_real_source():
+    ta.manual_seed(0)
+    m = Seq2Seq(10, 10, embed_size=8, hidden_size=8, attention="bahdanau")
+    src, lengths = pad_sequences([[3, 4, 5, 6, 7], [3, 4]])
+    for hyps in (m.greedy_decode(src, lengths, max_len=4),
+                 m.beam_search(src, lengths, beam_size=2, max_len=4)):
+        for h, n in zip(hyps, lengths):
+            if h.attention is not None:
+                assert h.attention.shape == (len(h.tokens), n)
+                # the cut columns were padding: their weights were exactly zero
+                assert all(abs(sum(row) - 1) < 1e-5 for row in h.attention.tolist())
+    assert ta.nn.pad_sequences is pad_sequences and ta.nn.Hypothesis._fields == (
+        "tokens", "score", "attention")

@@ -8,7 +8,7 @@ from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
 from .normalization import LayerNorm
 from .rnn import GRU, GRUCell
 from .rnn_attention import AdditiveAttention, LuongAttention
-from .seq2seq import AttentionDecoder, Seq2Seq, Seq2SeqEncoder
+from .seq2seq import AttentionDecoder, Hypothesis, Seq2Seq, Seq2SeqEncoder, pad_sequences
 from . import utils
 from .sparse import Embedding
 from .attention import MultiheadAttention, SelfAttention, causal_mask, padding_mask

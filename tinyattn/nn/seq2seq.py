@@ -48,8 +48,9 @@ final (B, C) the final encoder state."""
 
 Hypothesis = namedtuple("Hypothesis", ["tokens", "score", "attention"])
 Hypothesis.__doc__ = """A decoded sequence: tokens (list of ints, without bos and eos), score (sum of
-log-probabilities, eos included, divided by length ** alpha), attention ((len(tokens), S) tensor of
-weights for the emitted tokens; None for the no-attention decoder or when no token was emitted)."""
+log-probabilities, eos included, divided by length ** alpha), attention ((len(tokens), S_b) tensor
+of weights for the emitted tokens over this source's own S_b = src_lengths[b] positions, padding
+cut off; None for the no-attention decoder or when no token was emitted)."""
 
 
 def pad_sequences(seqs, pad_idx=0, bos_idx=None, eos_idx=None):
@@ -243,7 +244,7 @@ class Seq2Seq(Module):
             if all(done):
                 break
             tokens = tensor(best, dtype=_dt.int64)
-        return [Hypothesis(out[b], scores[b], _stack_rows(rows[b]))
+        return [_trimmed(Hypothesis(out[b], scores[b], _stack_rows(rows[b])), src_lengths, b)
                 for b in range(B)]
 
     @no_grad()
@@ -263,9 +264,16 @@ class Seq2Seq(Module):
                 f, state, a = self.decoder.step(tokens, state, mem_b)
                 return _f.log_softmax(self.decoder.out(f), -1), state, a
 
-            results.append(beam_search(step, state, self.bos_idx, self.eos_idx, beam_size, max_len,
-                                       alpha))
+            best = beam_search(step, state, self.bos_idx, self.eos_idx, beam_size, max_len, alpha)
+            results.append(_trimmed(best, src_lengths, b))
         return results
+
+
+def _trimmed(h, src_lengths, b):
+    """h with its attention cut to source b's real length (the columns past it are padding)."""
+    if h.attention is None or src_lengths is None:
+        return h
+    return h._replace(attention=h.attention[:, :int(src_lengths[b])])
 
 
 def _stack_rows(rows):
