@@ -1,6 +1,7 @@
 """Every demo's --quick run: it must train for real (the loss falls), write metrics.json with
 accuracies in [0, 1] and `seconds`, draw SVG pictures that parse as XML, and save a checkpoint."""
 import json
+import math
 import pathlib
 import runpy
 import sys
@@ -54,3 +55,31 @@ def test_same_seed_same_numbers(tmp_path):
     c = run_demo("two_moons", "--quick", "--steps", "15", "--seed", "1", "--out",
                  str(tmp_path / "c"))
     assert a["losses"] == b["losses"] and a["losses"] != c["losses"]
+
+
+# ---------------------------------------------------------------------------- positional_encoding
+
+
+def test_positional_encoding_draws_the_table_and_its_dot_products(tmp_path, capsys):
+    result = run_demo("positional_encoding", "--quick", "--out", str(tmp_path))
+    pe, dots = result["table"].tolist(), result["dots"].tolist()
+    T, d = len(pe), len(pe[0])
+    assert (T, d) == (32, 32)
+    for p, j in [(0, 0), (0, 1), (1, 0), (1, 1), (7, 4), (7, 5), (31, 30), (31, 31)]:
+        angle = p / 10000 ** (2 * (j // 2) / d)
+        want = math.sin(angle) if j % 2 == 0 else math.cos(angle)
+        assert pe[p][j] == pytest.approx(want, abs=1e-12), (p, j)
+    for p in range(T):
+        assert dots[p][p] == pytest.approx(d / 2, abs=1e-9)  # sin^2 + cos^2 = 1 per pair
+    # PE(p) . PE(p + 3) = sum_i cos(3 w_i) for every p, worked out here from the definition
+    want = sum(math.cos(3 / 10000 ** (2 * i / d)) for i in range(d // 2))
+    for p in range(T - 3):
+        assert dots[p][p + 3] == pytest.approx(want, abs=1e-9)
+    assert result["rotation_error"] < 1e-9 and result["distance_error"] < 1e-9
+    names = {svg.name for svg in tmp_path.glob("*.svg")}
+    assert names == {"encoding.svg", "waves.svg", "dot_products.svg", "dot_by_distance.svg"}
+    for svg in tmp_path.glob("*.svg"):
+        assert ET.parse(svg).getroot().tag.endswith("svg")
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["seconds"] > 0 and metrics["d_model"] == 32
+    assert "====" in capsys.readouterr().out
