@@ -83,3 +83,60 @@ def test_positional_encoding_draws_the_table_and_its_dot_products(tmp_path, caps
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert metrics["seconds"] > 0 and metrics["d_model"] == 32
     assert "====" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------- attention_by_hand
+
+
+def printed_matrix(text, title, n_rows=3):
+    """The numbers of the matrix printed under the line `title` (skipping its column header)."""
+    lines = text.splitlines()
+    at = lines.index(title)
+    rows = []
+    for line in lines[at + 2:at + 2 + n_rows]:
+        rows.append([float(v) for v in line.split()[1:]])
+    return rows
+
+
+def test_attention_by_hand_prints_the_numbers_worked_out_by_hand(tmp_path, capsys):
+    run_demo("attention_by_hand", "--out", str(tmp_path))
+    text = capsys.readouterr().out
+    # Worked out with pencil and paper from X and the 0/1 weights in the demo's docstring:
+    # a row of X picks rows of W and adds them.
+    Q = [[1, 0, 1, 1], [0, 1, 1, 1], [1, 1, 1, 2]]
+    K = [[2, 1, 0, 1], [0, 1, 1, 0], [1, 2, 1, 0]]
+    V = [[0, 2, 1, 1], [1, 0, 1, 1], [1, 1, 1, 2]]
+    S = [[3, 1, 2], [2, 2, 3], [5, 2, 4]]
+    assert printed_matrix(text, "Q = X W_Q") == Q
+    assert printed_matrix(text, "K = X W_K") == K
+    assert printed_matrix(text, "V = X W_V") == V
+    assert printed_matrix(text, "S = Q K^T (row: query token, column: key token)") == S
+    scaled = [[s / 2 for s in row] for row in S]  # sqrt(d_k) = sqrt(4) = 2
+    assert printed_matrix(text, "S / sqrt(d_k)") == scaled
+
+    def softmax(row):
+        e = [math.exp(s) for s in row]
+        return [x / sum(e) for x in e]
+
+    def weighted_values(weights):
+        return [[sum(a * V[j][c] for j, a in enumerate(row)) for c in range(4)] for row in weights]
+
+    A = [softmax(row) for row in scaled]
+    assert A[2] == pytest.approx([0.5465, 0.1220, 0.3315], abs=1e-4)  # e^2.5, e^1, e^2 / 22.29
+    close = {"abs": 6e-5}
+    for got, want in zip(printed_matrix(text, "A = softmax(S / sqrt(d_k))"), A):
+        assert got == pytest.approx(want, **close)
+    for got, want in zip(printed_matrix(text, "H = A V"), weighted_values(A)):
+        assert got == pytest.approx(want, **close)
+    # causal: I sees only itself, "am" sees two equal scores (1, 1), "hungry" is unchanged
+    causal = [[1, 0, 0], [0.5, 0.5, 0], A[2]]
+    for got, want in zip(printed_matrix(text, "A = softmax(S / sqrt(d_k) + mask)"), causal):
+        assert got == pytest.approx(want, **close)
+    for got, want in zip(printed_matrix(text, "H = A V (masked)"), weighted_values(causal)):
+        assert got == pytest.approx(want, **close)
+    assert "gradcheck" in text and "====" in text
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["layer_vs_by_hand_max_diff"] < 1e-12
+    assert {p.name for p in tmp_path.glob("*.svg")} == {"weights.svg", "causal_weights.svg"}
+    for svg in tmp_path.glob("*.svg"):
+        assert ET.parse(svg).getroot().tag.endswith("svg")
