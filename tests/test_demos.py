@@ -1,5 +1,6 @@
 """Every demo's --quick run: it must train for real (the loss falls), write metrics.json with
 accuracies in [0, 1] and `seconds`, draw SVG pictures that parse as XML, and save a checkpoint."""
+import collections
 import json
 import math
 import pathlib
@@ -10,7 +11,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 DEMOS = pathlib.Path(__file__).resolve().parent.parent / "demos"
-TRAINING_DEMOS = ["two_moons"]
+TRAINING_DEMOS = ["two_moons", "order_matters"]
 
 
 def run_demo(name, *argv):
@@ -140,3 +141,48 @@ def test_attention_by_hand_prints_the_numbers_worked_out_by_hand(tmp_path, capsy
     assert {p.name for p in tmp_path.glob("*.svg")} == {"weights.svg", "causal_weights.svg"}
     for svg in tmp_path.glob("*.svg"):
         assert ET.parse(svg).getroot().tag.endswith("svg")
+
+
+# ---------------------------------------------------------------------------- order_matters
+
+
+def load_demo(name):
+    if str(DEMOS) not in sys.path:
+        sys.path.insert(0, str(DEMOS))
+    return runpy.run_path(str(DEMOS / f"{name}.py"), run_name=f"demo_{name}")
+
+
+def test_order_matters_pairs_are_bags_of_the_same_words_with_opposite_labels():
+    om = load_demo("order_matters")
+    rng = om["random"].Random(3)
+    train_pairs, test_pairs = om["split_pairs"](rng)
+    for combos in (train_pairs, test_pairs):
+        data = om["make_pairs"](combos, 200, rng)
+        for (a, label_a), (b, label_b) in zip(data[0::2], data[1::2]):
+            assert collections.Counter(a) == collections.Counter(b) and a != b, (a, b)
+            assert {label_a, label_b} == {0, 1}
+
+
+def test_order_matters_held_out_combinations_are_unseen_but_their_words_are_seen():
+    om = load_demo("order_matters")
+    for seed in range(4):
+        train_pairs, test_pairs = om["split_pairs"](om["random"].Random(seed))
+        assert not set(train_pairs) & set(test_pairs)
+        assert len(train_pairs) + len(test_pairs) == 12 * 12 and len(test_pairs) == 36
+        seen = {w for pair in train_pairs for w in pair}
+        assert seen == set(om["POSITIVE"]) | set(om["NEGATIVE"])
+
+
+@pytest.mark.jit_only
+def test_order_matters_bag_models_are_exactly_at_chance_and_runs_repeat(tmp_path):
+    a = run_demo("order_matters", "--quick", "--epochs", "1", "--out", str(tmp_path / "a"))
+    b = run_demo("order_matters", "--quick", "--epochs", "1", "--out", str(tmp_path / "b"))
+    c = run_demo("order_matters", "--quick", "--epochs", "1", "--seed", "1", "--out",
+                 str(tmp_path / "c"))
+    # Both sentences of a pair are one bag of words, so (a) and (b) answer them alike whatever
+    # their weights, and are right on exactly half of the pairs' sentences.
+    for key in ("bag_of_words", "no_positions"):
+        assert a[f"{key}_same_answer_pairs"] == 1.0
+        assert a[f"{key}_test_acc"] == 0.5 and a[f"{key}_train_acc"] == 0.5
+    assert a["no_positions_shuffle_gap"] < 1e-5 and a["no_positions_map_gap"] < 1e-5
+    assert a["curves"] == b["curves"] and a["curves"] != c["curves"]
