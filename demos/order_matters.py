@@ -267,12 +267,14 @@ def attention_maps(model, pair, index):
 
 def distance_from_permuted(first, second, words_first, words_second):
     """max |second - P first P^T|, P swapping the two words that trade places in the pair: 0 for
-    a model that is blind to order, which sees the second sentence as the first one shuffled."""
+    a model that is blind to order, which sees the second sentence as the first one shuffled.
+    Returns the distance and the row of `second` where it is largest."""
     swapped = [i for i, (a, b) in enumerate(zip(words_first, words_second)) if a != b]
     perm = list(range(len(words_first)))
     perm[swapped[0]], perm[swapped[1]] = swapped[1], swapped[0]
-    return max(abs(second[i][j] - first[perm[i]][perm[j]])
-               for i in range(len(perm)) for j in range(len(perm)))
+    gaps = [(abs(second[i][j] - first[perm[i]][perm[j]]), i)
+            for i in range(len(perm)) for j in range(len(perm))]
+    return max(gaps)
 
 
 def show_attention(models, pair, index, out):
@@ -295,17 +297,24 @@ def show_attention(models, pair, index, out):
                           title=f"model (c): {title}  ({out / name})")
     (first, _), (second, _) = pair
     swap = [w for w, v in zip(first, second) if w != v]
-    gap_b = distance_from_permuted(*attention_maps(models["attention without positions"], pair,
-                                                   index), first, second)
-    gap_c = distance_from_permuted(*maps, first, second)
+    gap_b, _ = distance_from_permuted(*attention_maps(models["attention without positions"],
+                                                      pair, index), first, second)
+    gap_c, row = distance_from_permuted(*maps, first, second)
     print(f"Each row is where one word looks (it sums to 1). Blind to order, (b) sees the second "
           f"sentence\nas the first one shuffled: its second map is its first with the rows and "
           f"columns of {swap[0]!r}\nand {swap[1]!r} swapped (they differ by {gap_b:.2g}). For (c) "
-          f"they differ by up to {gap_c:.2f}: ", end="")
+          f"they differ by up to {gap_c:.2f}", end="")
     if gap_c > 0.1:
-        print("the positions\nchanged where the words look.")
+        word = second[row]
+        row_first = first.index(word) if word in swap else row
+        look_first = max(range(len(first)), key=lambda j: maps[0][row_first][j])
+        look_second = max(range(len(second)), key=lambda j: maps[1][row][j])
+        print(f": the positions\nchanged where the words look. {word!r} looks most at "
+              f"{first[look_first]!r} ({maps[0][row_first][look_first]:.2f}) in the first "
+              f"sentence,\nat {second[look_second]!r} ({maps[1][row][look_second]:.2f}) in the "
+              f"second.")
     else:
-        print("(c) looks at the same\nwords in both, but what it reads there differs: each "
+        print(": (c) looks at the\nsame words in both, but what it reads there differs: each "
               "word's value carries its position.")
     return gap_b, gap_c
 
