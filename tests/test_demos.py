@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 DEMOS = pathlib.Path(__file__).resolve().parent.parent / "demos"
-TRAINING_DEMOS = ["two_moons"]
+TRAINING_DEMOS = ["two_moons", "transformer"]
 
 
 def run_demo(name, *argv):
@@ -54,3 +54,13 @@ def test_same_seed_same_numbers(tmp_path):
     c = run_demo("two_moons", "--quick", "--steps", "15", "--seed", "1", "--out",
                  str(tmp_path / "c"))
     assert a["losses"] == b["losses"] and a["losses"] != c["losses"]
+
+
+@pytest.mark.jit_only
+def test_transformer_same_seed_same_numbers(tmp_path):
+    tiny = ["--quick", "--epochs", "2", "--train-size", "256", "--valid-size", "16",
+            "--test-size", "16"]
+    a = run_demo("transformer", *tiny, "--out", str(tmp_path / "a"))
+    b = run_demo("transformer", *tiny, "--out", str(tmp_path / "b"))
+    c = run_demo("transformer", *tiny, "--seed", "1", "--out", str(tmp_path / "c"))
+    assert a == b and a["losses"] != c["losses"]
