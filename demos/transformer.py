@@ -478,3 +478,6 @@ if __name__ == "__main__":
 #   the digit being written (8 heads: 30-57%). A 1-layer decoder: 99.0%.
 # - batch 32 instead of 64 (8 heads, 60,000 examples): validation 93.5% instead of 89.5%, but 19%
 #   fewer examples per second. No label smoothing: 85% instead of 89.5%. Neither was pursued.
+# - room to grow: --max-len 12 --epochs 6 also reached 100% greedy and beam (seed 0, 143 s
+#   against 110 s for the default); the default keeps the run well inside 5 minutes on a busy
+#   machine.
