@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 DEMOS = pathlib.Path(__file__).resolve().parent.parent / "demos"
-TRAINING_DEMOS = ["two_moons", "dates", "long_sequences", "order_matters"]
+TRAINING_DEMOS = ["two_moons", "dates", "long_sequences", "order_matters", "transformer"]
 
 
 def run_demo(name, *argv):
@@ -204,3 +204,13 @@ def test_order_matters_bag_models_are_exactly_at_chance_and_runs_repeat(tmp_path
         assert a[f"{key}_test_acc"] == 0.5 and a[f"{key}_train_acc"] == 0.5
     assert a["no_positions_shuffle_gap"] < 1e-5 and a["no_positions_map_gap"] < 1e-5
     assert a["curves"] == b["curves"] and a["curves"] != c["curves"]
+
+
+@pytest.mark.jit_only
+def test_transformer_same_seed_same_numbers(tmp_path):
+    tiny = ["--quick", "--epochs", "2", "--train-size", "256", "--valid-size", "16",
+            "--test-size", "16"]
+    a = run_demo("transformer", *tiny, "--out", str(tmp_path / "a"))
+    b = run_demo("transformer", *tiny, "--out", str(tmp_path / "b"))
+    c = run_demo("transformer", *tiny, "--seed", "1", "--out", str(tmp_path / "c"))
+    assert a == b and a["losses"] != c["losses"]

@@ -123,6 +123,30 @@ def test_length_normalisation_prefers_longer_hypotheses():
     assert short.tokens == [] and long_.tokens == [2]
 
 
+def test_beam_keeps_searching_while_a_live_hypothesis_beats_the_finished_ones():
+    # Regression: the search used to stop as soon as beam_size hypotheses had ended, even when
+    # those were unlikely early stops and a live hypothesis was far better, so beam search
+    # returned a worse (shorter) output than greedy.
+    # tokens: 0 = bos, 1 = eos, 2 = "a", 3 = "b". The state counts the tokens so far: the model
+    # says "a" three times, then eos, and gives a stop at every step a small chance.
+    def step(tokens, state):
+        rows = []
+        for n in state[0].reshape(-1).tolist():
+            p = [0, 0.9, 0.05, 0.05] if n >= 3 else [0, 0.06, 0.9, 0.04]
+            rows.append([math.log(x) if x > 0 else -math.inf for x in p])
+        return ta.tensor(rows, dtype="float64"), (state[0] + 1,), None
+
+    greedy = beam_search(step, (ta.zeros(1, 1),), 0, 1, beam_size=1, max_len=8)
+    best = beam_search(step, (ta.zeros(2, 1),), 0, 1, beam_size=2, max_len=8)
+    assert greedy.tokens == [2, 2, 2]
+    assert best.tokens == [2, 2, 2]  # was [], the eos of step 1 (probability 0.06)
+    assert best.score == pytest.approx(3 * math.log(0.9) + math.log(0.9))
+    # with length normalisation the bound divides by max_len ** alpha: same answer
+    normed = beam_search(step, (ta.zeros(2, 1),), 0, 1, beam_size=2, max_len=8, alpha=1.0)
+    assert normed.tokens == [2, 2, 2]
+    assert normed.score == pytest.approx(4 * math.log(0.9) / 4)
+
+
 def _adam(params, lr=0.02):
     state = {id(p): [ta.zeros_like(p), ta.zeros_like(p)] for p in params}
     t = [0]

@@ -276,6 +276,17 @@ def _trimmed(h, src_lengths, b):
     return h._replace(attention=h.attention[:, :int(src_lengths[b])])
 
 
+def _cannot_improve(finished, live_scores, max_len, alpha):
+    """True when no live hypothesis can end above the best finished one. A score only falls as a
+    hypothesis grows (log-probabilities are <= 0) and its length is at most max_len, so the best a
+    live score s < 0 can still reach after normalisation is s / max_len ** alpha."""
+    if not finished:
+        return False
+    best_done = max(f[0] / (max(f[3], 1) ** alpha) for f in finished)
+    best_live = max(live_scores) / (max_len ** alpha)
+    return best_live <= best_done
+
+
 def _stack_rows(rows):
     """Attention rows of the emitted tokens as (len, S), or None (no attention, or no token)."""
     return None if not rows or rows[0] is None else _f.stack(rows, 0)
@@ -289,8 +300,10 @@ def beam_search(step, state, bos, eos, beam_size=4, max_len=50, alpha=0.0):
     initial state are K copies of the start). Returns the best Hypothesis.
 
     At each step every live hypothesis is extended by every token; the K best extensions that do not
-    end in eos stay alive, those that end in eos are set aside as finished. The search stops when K
-    hypotheses have finished or after max_len steps (then the live ones count as finished)."""
+    end in eos stay alive, those that end in eos are set aside as finished. The search stops when
+    no live hypothesis can still beat the best finished one, or after max_len steps (then the live
+    ones count as finished). Stopping as soon as K have finished (a common shortcut) would let a
+    few unlikely early eos end the search while a far likelier hypothesis is still alive."""
     if beam_size < 1:
         raise ValueError(f"beam_search: beam_size must be at least 1, got {beam_size}")
     K = beam_size
@@ -310,8 +323,7 @@ def beam_search(step, state, bos, eos, beam_size=4, max_len=50, alpha=0.0):
             if score == -math.inf:
                 break
             if v == eos:
-                if len(finished) < K:
-                    finished.append((score, tokens[k], attns[k], len(tokens[k]) + 1))
+                finished.append((score, tokens[k], attns[k], len(tokens[k]) + 1))
                 continue
             row = None if a is None else a[k]
             new_tokens.append(tokens[k] + [v])
@@ -321,7 +333,7 @@ def beam_search(step, state, bos, eos, beam_size=4, max_len=50, alpha=0.0):
             new_last.append(v)
             if len(new_scores) == K:
                 break
-        if len(finished) >= K or not new_scores:
+        if not new_scores or _cannot_improve(finished, new_scores, max_len, alpha):
             break
         while len(new_scores) < K:  # fewer live extensions than beams: pad with dead rows
             new_tokens.append([])
