@@ -112,17 +112,24 @@ class Function:
 
     @classmethod
     def apply(cls, *args):
+        # This runs for every op, so it is written for speed: a plain loop that stops at the first
+        # input needing a gradient (most ops in evaluation and in optimizers find none).
         if _grad_enabled:
-            needs = tuple(a._requires_grad if isinstance(a, Tensor) else False for a in args)
-            if True in needs:
-                ctx = cls.__new__(cls)
-                ctx.inputs = args
-                ctx.needs_input_grad = needs
-                out = cls.forward(ctx, *args)
-                out._requires_grad = True
-                out.grad_fn = ctx
-                return out
+            for a in args:
+                if isinstance(a, Tensor) and a._requires_grad:
+                    return cls._apply_recording(args)
         return cls.forward(_NO_GRAPH, *args)
+
+    @classmethod
+    def _apply_recording(cls, args):
+        """forward, keeping this node (ctx) as the output's grad_fn."""
+        ctx = cls.__new__(cls)
+        ctx.inputs = args
+        ctx.needs_input_grad = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
+        out = cls.forward(ctx, *args)
+        out._requires_grad = True
+        out.grad_fn = ctx
+        return out
 
     def save_for_backward(self, *tensors):
         self.saved_tensors = tensors

@@ -135,7 +135,7 @@ class Unary(Function):
     def forward(ctx, x, op, p1, p2):
         out = _empty(x.shape, x.dtype)
         if x._packed:
-            KE.unary(op, p1, p2, x._data, 0, 0, 0, 0, 1, out._data, 1, 1, 1, x.numel())
+            KE.UNARY_PACKED[x.dtype.typecode](op, p1, p2, x._data, out._data, len(out._data))
         else:
             shape4, (xs,) = _shapes.kernel_layout(x.shape, x._strides)
             if len(shape4) != 4:
@@ -153,7 +153,8 @@ class Unary(Function):
         op, p1, p2 = ctx.params
         x, g = _packed(x), _packed(g)
         out = _empty(x.shape, x.dtype)
-        KE.unary_backward(op, p1, p2, g._data, x._data, y._data, out._data, x.numel())
+        KE.UNARY_BACKWARD[x.dtype.typecode](op, p1, p2, g._data, x._data, y._data, out._data,
+                                            len(out._data))
         return out, None, None, None
 
 
@@ -264,8 +265,7 @@ def _binary_forward(op, a, b):
     """out = a (op) b, broadcasting; a and b already have the same dtype."""
     if a.shape == b.shape and a._packed and b._packed:
         out = _empty(a.shape, a.dtype)
-        KE.binary(op, a._data, 0, 0, 0, 0, 1, b._data, 0, 0, 0, 0, 1, out._data, 1, 1, 1,
-                  out.numel())
+        KE.BINARY_PACKED[a.dtype.typecode](op, a._data, b._data, out._data, len(out._data))
         return out
     shape = _shapes.broadcast_shapes(_BINARY_NAMES[op], a.shape, b.shape)
     out = _empty(shape, a.dtype)
@@ -409,8 +409,8 @@ class ScalarOp(Function):
     def forward(ctx, x, op, c, reverse):
         out = _empty(x.shape, x.dtype)
         if x._packed:
-            KE.binary_scalar(op, x._data, 0, 0, 0, 0, 1, c, reverse, out._data, 1, 1, 1,
-                             x.numel())
+            KE.BINARY_SCALAR_PACKED[x.dtype.typecode](op, x._data, c, reverse, out._data,
+                                                      len(out._data))
         else:
             shape4, st = _layout4(x.shape, x._strides)
             if shape4 is None:
@@ -1040,8 +1040,29 @@ class MatMul(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        M, K = a.shape[-2], a.shape[-1]
-        N = b.shape[-1]
+        sa, sb = a.shape, b.shape
+        M, K = sa[-2], sa[-1]
+        N = sb[-1]
+        # The common layouts go straight to the kernel (this op runs hundreds of times per step):
+        if len(sb) == 2 and (len(sa) == 2 or a._packed):
+            # x @ W (also a batch (..., M, K) @ (K, N) of packed x): one (rows, K) @ (K, N)
+            # product, so that W is packed once for all the rows, not once per batch entry.
+            out = _empty(sa[:-1] + (N,), a.dtype)
+            KM.bmm(a._data, a._offset, 0, 0, a._strides[-2], a._strides[-1],
+                   b._data, b._offset, 0, 0, b._strides[0], b._strides[1],
+                   out._data, 1, 1, len(out._data) // N if N else 0, N, K)
+            return out
+        if len(sa) == len(sb) and 3 <= len(sa) <= 4 and sa[:-2] == sb[:-2]:
+            # (B, M, K) @ (B, K, N) or (B, H, M, K) @ (B, H, K, N): attention's batched products;
+            # the kernel walks two batch dims with any strides (head-split and transposed views).
+            nb0, nb1 = (1, sa[0]) if len(sa) == 3 else sa[:2]
+            a0, a1 = (0, a._strides[0]) if len(sa) == 3 else a._strides[:2]
+            b0, b1 = (0, b._strides[0]) if len(sa) == 3 else b._strides[:2]
+            out = _empty(sa[:-2] + (M, N), a.dtype)
+            KM.bmm(a._data, a._offset, a0, a1, a._strides[-2], a._strides[-1],
+                   b._data, b._offset, b0, b1, b._strides[-2], b._strides[-1],
+                   out._data, nb0, nb1, M, N, K)
+            return out
         bshape = _shapes.broadcast_shapes("matmul", a.shape[:-2], b.shape[:-2])
         out = _empty(bshape + (M, N), a.dtype)
         lay = _batch_layout(bshape, a, b)
@@ -1078,11 +1099,16 @@ def matmul(a, b):
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError(f"matmul: expected two Tensors, got {type(a).__name__} and "
                         f"{type(b).__name__}")
-    if a.ndim == 0 or b.ndim == 0:
+    sa, sb = a.shape, b.shape
+    if len(sa) == 2 and len(sb) == 2 and sa[1] == sb[0] and a.dtype is b.dtype \
+            and a.dtype.is_floating_point:
+        return MatMul.apply(a, b)  # the common case, every check below passed
+    na, nb = len(sa), len(sb)
+    if na == 0 or nb == 0:
         raise RuntimeError(f"matmul: both arguments need at least 1 dimension, got shapes "
                            f"{tuple(a.shape)} and {tuple(b.shape)}")
     ka = a.shape[-1]
-    kb = b.shape[0] if b.ndim == 1 else b.shape[-2]
+    kb = b.shape[0] if nb == 1 else b.shape[-2]
     if ka != kb:
         raise ValueError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} are not aligned "
                          f"({ka} != {kb})")
@@ -1092,21 +1118,22 @@ def matmul(a, b):
     if not a.dtype.is_floating_point:
         raise TypeError(f"matmul: expected floating-point tensors, got {a.dtype} "
                         f"(tinyattn multiplies float32 and float64 matrices)")
-    if a.ndim >= 2 and b.ndim >= 2:
-        try:
-            _shapes.broadcast_shapes("matmul", a.shape[:-2], b.shape[:-2])
-        except ValueError:
-            raise ValueError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} have batch "
-                             f"dims {tuple(a.shape[:-2])} and {tuple(b.shape[:-2])} that cannot "
-                             f"be broadcast together") from None
+    if na >= 2 and nb >= 2:
+        if (na > 2 or nb > 2) and a.shape[:-2] != b.shape[:-2] and nb != 2:
+            try:
+                _shapes.broadcast_shapes("matmul", a.shape[:-2], b.shape[:-2])
+            except ValueError:
+                raise ValueError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} have "
+                                 f"batch dims {tuple(a.shape[:-2])} and {tuple(b.shape[:-2])} "
+                                 f"that cannot be broadcast together") from None
         return MatMul.apply(a, b)
-    a2 = unsqueeze(a, 0) if a.ndim == 1 else a
-    b2 = unsqueeze(b, -1) if b.ndim == 1 else b
+    a2 = unsqueeze(a, 0) if na == 1 else a
+    b2 = unsqueeze(b, -1) if nb == 1 else b
     out = MatMul.apply(a2, b2)
-    if b.ndim == 1:
+    if nb == 1:
         out = squeeze(out, -1)
-    if a.ndim == 1:
-        out = squeeze(out, -2 if b.ndim > 1 else -1)
+    if na == 1:
+        out = squeeze(out, -2 if nb > 1 else -1)
     return out
 
 

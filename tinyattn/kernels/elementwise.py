@@ -14,7 +14,7 @@ derivative by the upstream gradient in `unary_backward`, so adding an activation
 """
 import math
 
-from .jit import inline, kernel
+from .jit import by_typecode, inline, kernel
 
 # --- unary op codes (p1, p2 are optional float parameters) ---
 NEG, ABS, EXP, LOG, SQRT, TANH, SIGMOID, RELU, GELU, GELU_TANH, CLAMP, POW, SIN, COS = range(14)
@@ -141,6 +141,14 @@ def unary(op, p1, p2, x, x_off, xs0, xs1, xs2, xs3, out, n0, n1, n2, n3):
 
 
 @kernel
+def unary_packed(op, p1, p2, x, out, n):
+    """out = f(x) for a contiguous x of n elements: `unary` for the common case, with 6 arguments
+    instead of 14 (every argument costs time on every call, and at small sizes that is the cost)."""
+    for i in range(n):
+        out[i] = _unary_value(op, x[i], p1, p2)
+
+
+@kernel
 def unary_backward(op, p1, p2, g, x, y, out, n):
     """out = g * f'(x) for contiguous g, x, y = f(x) of n elements."""
     for i in range(n):
@@ -209,6 +217,25 @@ def binary(op, a, a_off, as0, as1, as2, as3, b, b_off, bs0, bs1, bs2, bs3, out, 
                 for i3 in range(n3):
                     out[o + i3] = _binary_value(op, a[pa + i3 * as3], b[pb + i3 * bs3])
                 o += n3
+
+
+@kernel
+def binary_packed(op, a, b, out, n):
+    """out = a (op) b for contiguous a and b of the same n elements (no broadcasting): `binary`
+    for the common case, with 5 arguments instead of 18."""
+    for i in range(n):
+        out[i] = _binary_value(op, a[i], b[i])
+
+
+@kernel
+def binary_scalar_packed(op, a, s, reverse, out, n):
+    """out = a (op) s, or s (op) a when `reverse`, for a contiguous a of n elements."""
+    if reverse:
+        for i in range(n):
+            out[i] = _binary_value(op, s, a[i])
+    else:
+        for i in range(n):
+            out[i] = _binary_value(op, a[i], s)
 
 
 @kernel
@@ -303,3 +330,11 @@ def to_int(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0, n1,
                 po = o_off + i0 * os0 + i1 * os1 + i2 * os2
                 for i3 in range(n3):
                     out[po + i3 * os3] = int(x[px + i3 * xs3])
+
+
+# The packed kernels by buffer typecode, called through their entry points (see jit.by_typecode):
+# the op library's hot paths, where numba's argument dispatch would cost as much as the loop.
+UNARY_PACKED = by_typecode(unary_packed, "i f f T T i")
+UNARY_BACKWARD = by_typecode(unary_backward, "i f f T T T T i")
+BINARY_PACKED = by_typecode(binary_packed, "i T T T i")
+BINARY_SCALAR_PACKED = by_typecode(binary_scalar_packed, "i T S b T i")

@@ -50,6 +50,7 @@ from numba import njit
 
 from . import threads
 from .buffers import as_array, load, store
+from .jit import by_typecode
 from ._microkernel import MR, NR
 from ._microkernel import micro_kernel as _micro_unrolled
 
@@ -274,8 +275,11 @@ def _slp_vectoriser():
         numba.config.SLP_VECTORIZE = old
 
 
-_compiled = set()       # typecodes whose kernels are compiled (or loaded from the cache)
+_compiled = {}          # typecode -> _bmm_blocked's machine code, once compiled (or loaded)
 _compile_lock = threading.Lock()
+# _bmm_blocked's machine code per typecode, called without numba's argument dispatch (its 21
+# arguments cost ~1 us to dispatch, as much as a small matmul): see jit.by_typecode.
+_blocked = by_typecode(_bmm_blocked, "T i i i i i T i i i i i T i i i i i i i T")
 
 
 def ensure_compiled(typecode):
@@ -286,14 +290,9 @@ def ensure_compiled(typecode):
     with _compile_lock:
         if typecode in _compiled:
             return
-        if not numba.config.DISABLE_JIT:
-            with _slp_vectoriser():
-                # A 1 x 1 x 1 call makes numba compile this signature (or load it from the cache).
-                one = array.array(typecode, [1.0])
-                out = array.array(typecode, [0.0])
-                _bmm_blocked(one, 0, 0, 0, 1, 1, one, 0, 0, 0, 1, 1,
-                             out, 1, 1, 1, 1, 1, 0, 1, array.array(typecode, bytes(SCRATCH_SIZE * one.itemsize)))
-        _compiled.add(typecode)
+        with _slp_vectoriser():
+            # compiles this signature, or loads it from the disk cache
+            _compiled[typecode] = _blocked[typecode]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -337,15 +336,16 @@ def bmm(a, a_off, a_sb0, a_sb1, a_sm, a_sk,
     ``out`` is overwritten (its old contents are ignored); K == 0 gives zeros. Returns nothing.
     """
     typecode = a.typecode
-    if typecode not in _compiled:
+    kern = _compiled.get(typecode)
+    if kern is None:
         ensure_compiled(typecode)
+        kern = _compiled[typecode]
     nbatch = nb0 * nb1
     if nbatch == 0 or M == 0 or N == 0:
         return
-    work = nbatch * M * N * K
-    if work < PARALLEL_MIN_WORK or threads.num_threads() == 1:
-        _bmm_blocked(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
-                     out, nb1, M, N, K, M, 0, nbatch, _scratch(typecode))
+    if nbatch * M * N * K < PARALLEL_MIN_WORK or threads.num_threads() == 1:
+        kern(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
+             out, nb1, M, N, K, M, 0, nbatch, _scratch(typecode))
         return
     _bmm_threaded(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
                   out, nbatch, nb1, M, N, K)
@@ -368,8 +368,10 @@ def _bmm_threaded(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_
     units = nbatch * (-(-M // rows_per_unit))
     typecode = a.typecode
 
+    kern = _compiled[typecode]
+
     def run(u0, u1):
-        _bmm_blocked(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
-                     out, nb1, M, N, K, rows_per_unit, u0, u1, _scratch(typecode))
+        kern(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
+             out, nb1, M, N, K, rows_per_unit, u0, u1, _scratch(typecode))
 
     threads.parallel_for(run, units)

@@ -1,0 +1,171 @@
+"""Every fast path against the general path (or the plain-Python twin) it stands in for.
+
+Fast paths exist for speed only, so each is checked to compute what the slower, simpler code
+computes on the same inputs: kernel entry points by typecode vs numba's normal dispatch, packed
+elementwise kernels vs the strided ones, and matmul's direct layouts vs a plain triple loop
+(the vectorisable exp and the row-block softmax: test_exp_softmax.py).
+Runs compiled and with NUMBA_DISABLE_JIT=1 (where the entry points are the Python functions)."""
+import random
+from array import array
+
+import numba
+import pytest
+
+import tinyattn as ta
+from helpers import assert_close
+from tinyattn.kernels import elementwise as KE
+from tinyattn.kernels.jit import by_typecode, kernel
+
+JIT = not numba.config.DISABLE_JIT
+
+
+def _buf(tc, vals):
+    return array(tc, vals)
+
+
+def _same(xs, ys):
+    """Equal element by element, NaN equal to NaN."""
+    return len(xs) == len(ys) and all(x == y or (x != x and y != y) for x, y in zip(xs, ys))
+
+
+# ---------------------------------------------------------------------------- by_typecode
+
+
+@kernel
+def _axpy_sum(a, x, y, n):
+    s = 0.0
+    for i in range(n):
+        y[i] = a * x[i] + y[i]
+        s += y[i]
+    return s
+
+
+def test_by_typecode_entry_point_matches_dispatch():
+    table = by_typecode(_axpy_sum, "f T T i")
+    for tc in "fd":
+        x, y1, y2 = _buf(tc, [1, 2, 3]), _buf(tc, [1, 1, 1]), _buf(tc, [1, 1, 1])
+        assert table[tc](2.0, x, y1, 3) == _axpy_sum(2.0, x, y2, 3) == 15.0
+        assert list(y1) == list(y2) == [3, 5, 7]
+    if JIT:  # the entry point is numba's compiled code for exactly this signature
+        assert table["f"] is not table["d"] and table["f"] is not _axpy_sum
+    else:  # interpreted, every entry is the Python function itself
+        assert table["f"] is _axpy_sum
+
+
+def test_by_typecode_scalar_of_the_table_kind():
+    table = KE.BINARY_SCALAR_PACKED
+    out_q, out_d = _buf("q", [0, 0]), _buf("d", [0, 0])
+    table["q"](KE.MUL, _buf("q", [3, -4]), 3, False, out_q, 2)
+    table["d"](KE.SUB, _buf("d", [3, -4]), 0.5, True, out_d, 2)
+    assert list(out_q) == [9, -12] and list(out_d) == [-2.5, 4.5]
+
+
+# ---------------------------------------------------------------------------- packed kernels
+
+
+@pytest.mark.parametrize("tc", ["f", "d", "q"])
+def test_packed_binary_and_scalar_kernels_match_strided(tc):
+    rng = random.Random(tc)
+    n = 37
+    if tc == "q":
+        a = [rng.randint(-9, 9) for _ in range(n)]
+        b = [rng.choice([-3, -2, -1, 1, 2, 3]) for _ in range(n)]
+        ops, s = [KE.ADD, KE.SUB, KE.MUL, KE.MAXIMUM, KE.MINIMUM, KE.REMAINDER,
+                  KE.FLOOR_DIVIDE], 3
+    else:
+        a = [rng.uniform(-3, 3) for _ in range(n)]
+        b = [rng.uniform(0.5, 3) for _ in range(n)]
+        ops, s = [KE.ADD, KE.SUB, KE.MUL, KE.DIV, KE.POW2, KE.MAXIMUM, KE.MINIMUM], 1.5
+    A, B = _buf(tc, a), _buf(tc, b)
+    for op in ops:
+        fast, slow = _buf(tc, [0] * n), _buf(tc, [0] * n)
+        KE.BINARY_PACKED[tc](op, A, B, fast, n)
+        KE.binary(op, A, 0, 0, 0, 0, 1, B, 0, 0, 0, 0, 1, slow, 1, 1, 1, n)
+        assert _same(fast, slow), op
+        for rev in (False, True):
+            if op == KE.POW2 and rev:
+                continue
+            KE.BINARY_SCALAR_PACKED[tc](op, B, s, rev, fast, n)
+            KE.binary_scalar(op, B, 0, 0, 0, 0, 1, s, rev, slow, 1, 1, 1, n)
+            assert _same(fast, slow), (op, rev)
+
+
+@pytest.mark.parametrize("tc", ["f", "d"])
+def test_packed_unary_kernel_matches_strided(tc):
+    rng = random.Random(1)
+    n = 41
+    x = _buf(tc, [rng.uniform(-4, 4) for _ in range(n)])
+    for op in range(14):
+        p1, p2 = (-1.0, 2.0) if op == KE.CLAMP else (1.5, 0.0)
+        src = _buf(tc, [abs(v) for v in x]) if op in (KE.LOG, KE.SQRT, KE.POW) else x
+        fast, slow = _buf(tc, [0] * n), _buf(tc, [0] * n)
+        KE.UNARY_PACKED[tc](op, p1, p2, src, fast, n)
+        KE.unary(op, p1, p2, src, 0, 0, 0, 0, 1, slow, 1, 1, 1, n)
+        assert _same(fast, slow), op
+
+
+def test_elementwise_ops_same_on_packed_and_strided_tensors():
+    base = ta.randn(6, 5, dtype=ta.float64, generator=ta.Generator(3))
+    view = base.T[1:4]            # (3, 6), strided: the general kernels
+    packed = view.contiguous()      # the same values, packed: the fast kernels
+    other = ta.randn(3, 6, dtype=ta.float64, generator=ta.Generator(4))
+    for fn in (lambda x: x + other, lambda x: other - x, lambda x: x * other,
+               lambda x: x / (other.abs() + 1), lambda x: x * 2.5, lambda x: 1.0 - x,
+               lambda x: x.exp(), lambda x: x.tanh(), lambda x: x.sigmoid(), lambda x: x.relu(),
+               lambda x: x.clamp(-0.5, 0.5)):
+        assert _same(fn(view).tolist_flat(), fn(packed).tolist_flat())
+
+
+# ---------------------------------------------------------------------------- matmul layouts
+
+
+def _matmul_reference(a, b):
+    """Plain triple loop on nested lists, batch dims broadcast."""
+    A, B = a.tolist(), b.tolist()
+
+    def mm(x, y):
+        return [[sum(x[i][p] * y[p][j] for p in range(len(y))) for j in range(len(y[0]))]
+                for i in range(len(x))]
+
+    def rec(x, y, dx, dy):
+        if dx == 2 and dy == 2:
+            return mm(x, y)
+        if dx > dy:
+            return [rec(xi, y, dx - 1, dy) for xi in x]
+        if dy > dx:
+            return [rec(x, yi, dx, dy - 1) for yi in y]
+        n = max(len(x), len(y))
+        return [rec(x[i if len(x) > 1 else 0], y[i if len(y) > 1 else 0], dx - 1, dy - 1)
+                for i in range(n)]
+    return rec(A, B, a.ndim, b.ndim)
+
+
+def _r(*shape, seed):
+    return ta.randn(*shape, dtype=ta.float64, generator=ta.Generator(seed))
+
+
+MATMUL_CASES = {
+    "2d": lambda: (_r(5, 3, seed=1), _r(3, 4, seed=2)),
+    "2d, both transposed": lambda: (_r(3, 5, seed=1).T, _r(4, 3, seed=2).T),
+    "packed batch @ 2d (rows folded)": lambda: (_r(2, 3, 5, 4, seed=1), _r(4, 6, seed=2)),
+    "packed batch @ W^T": lambda: (_r(2, 5, 4, seed=1), _r(6, 4, seed=2).T),
+    "strided batch @ 2d (general)": lambda: (_r(5, 2, 4, seed=1).transpose(0, 1), _r(4, 3, seed=2)),
+    "3d same batch, K^T": lambda: (_r(3, 5, 4, seed=1), _r(3, 6, 4, seed=2).transpose(1, 2)),
+    "4d heads split": lambda: (_r(2, 5, 3, 4, seed=1).transpose(1, 2),
+                               _r(2, 6, 3, 4, seed=2).permute(0, 2, 3, 1)),
+    "broadcast batch (general)": lambda: (_r(1, 3, 5, 4, seed=1), _r(2, 1, 4, 2, seed=2)),
+    "2d @ batch (general)": lambda: (_r(5, 4, seed=1), _r(3, 4, 2, seed=2)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MATMUL_CASES))
+def test_matmul_layouts_match_triple_loop(case):
+    a, b = MATMUL_CASES[case]()
+    assert_close(a @ b, _matmul_reference(a, b), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", ["packed batch @ W^T", "4d heads split", "2d, both transposed"])
+def test_matmul_fast_layouts_gradcheck(case):
+    a, b = MATMUL_CASES[case]()
+    a, b = a.detach().requires_grad_(), b.detach().requires_grad_()
+    assert ta.autograd.gradcheck(lambda x, y: x @ y, (a, b))
