@@ -169,3 +169,38 @@ def test_matmul_fast_layouts_gradcheck(case):
     a, b = MATMUL_CASES[case]()
     a, b = a.detach().requires_grad_(), b.detach().requires_grad_()
     assert ta.autograd.gradcheck(lambda x, y: x @ y, (a, b))
+
+
+def test_blocked_matmul_kernel_compiles_under_the_slp_vectoriser(monkeypatch):
+    """Whoever asks for the blocked kernel first, it is compiled with the SLP vectoriser on (the
+    disk cache does not record compiler flags: a slow copy compiled without it would stick)."""
+    from tinyattn.kernels import jit, matmul
+    seen = []
+    monkeypatch.setattr(jit.by_typecode, "__missing__",
+                        lambda self, tc: seen.append(numba.config.SLP_VECTORIZE) or "compiled")
+    before = numba.config.SLP_VECTORIZE
+    table = matmul._CompiledWithSLP(matmul._bmm_blocked, "T")
+    assert table["f"] == "compiled" and seen == [1]
+    assert numba.config.SLP_VECTORIZE == before
+
+
+@pytest.mark.parametrize("tc", ["f", "d"])
+def test_few_rows_matmul_kernel_matches_blocked(tc):
+    """M < 8 goes to _bmm_few_rows; the blocked kernel (still used for M >= 8) must agree."""
+    from tinyattn.kernels import matmul
+    matmul.ensure_compiled(tc)
+    rng = random.Random(7)
+    nb, K, N = 3, 19, 21
+    for M in (1, 3, 7):
+        for b_t in (False, True):
+            a = _buf(tc, [rng.uniform(-1, 1) for _ in range(nb * M * K)])
+            b = _buf(tc, [rng.uniform(-1, 1) for _ in range(nb * K * N)])
+            b_sk, b_sn = (1, K) if b_t else (N, 1)
+            outs = []
+            for kern in (matmul._few_rows[tc], matmul._blocked[tc]):
+                out = _buf(tc, [7.0] * (nb * M * N))
+                extra = (0, nb) if kern is matmul._few_rows[tc] else (M, 0, nb, matmul._scratch(tc))
+                kern(a, 0, 0, M * K, K, 1, b, 0, 0, K * N, b_sk, b_sn, out, nb, M, N, K, *extra)
+                outs.append(list(out))
+            tol = 1e-5 if tc == "f" else 1e-12
+            assert all(abs(x - y) <= tol for x, y in zip(*outs)), (M, b_t)

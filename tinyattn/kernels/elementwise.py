@@ -14,6 +14,7 @@ derivative by the upstream gradient in `unary_backward`, so adding an activation
 """
 import math
 
+from .exp import exp
 from .jit import by_typecode, inline, kernel
 
 # --- unary op codes (p1, p2 are optional float parameters) ---
@@ -24,13 +25,11 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _GELU_C = math.sqrt(2.0 / math.pi)
 
 
-_EXP_MAX = 709.0  # exp() of anything larger overflows a float64
-
-
 @inline
 def _exp(x):
-    # Interpreted Python raises OverflowError where compiled code gives inf: make both give inf.
-    return math.exp(x) if x < _EXP_MAX else math.inf
+    # exp.exp, not math.exp: arithmetic that loops can vectorise (math.exp is a libm call per
+    # element), and inf on overflow also when interpreted (math.exp raises OverflowError there).
+    return exp(x)
 
 
 @inline
@@ -55,11 +54,10 @@ def _pow(a, b):
 
 @inline
 def _sigmoid(x):
-    # Two branches so that exp() only ever sees a non-positive argument: no overflow, no inf/inf.
-    if x >= 0.0:
-        return 1.0 / (1.0 + _exp(-x))
-    e = _exp(x)
-    return e / (1.0 + e)
+    # exp() only ever sees a non-positive argument: no overflow, no inf/inf. One exp, then the
+    # formula for the sign of x (a select, not a branch, so loops over it still vectorise).
+    e = _exp(-abs(x))
+    return 1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e)
 
 
 @inline

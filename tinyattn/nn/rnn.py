@@ -42,11 +42,12 @@ def _rows(t, offset, shape):
     return _make(t._data, shape, t.dtype, (shape[1], 1), offset)
 
 
-def _bias_buffers(b_ih, b_hh, dtype):
+def _bias_buffers(b_ih, b_hh, dtype, H):
+    """The two bias buffers (3H) for the step kernel; zeros for a GRU without biases."""
     if b_ih is None:
-        dummy = _dt.zeros_buffer(dtype, 1)
-        return dummy, dummy, False
-    return _f._packed(b_ih)._data, _f._packed(b_hh)._data, True
+        zeros3h = _dt.zeros_buffer(dtype, 3 * H)
+        return zeros3h, zeros3h
+    return _f._packed(b_ih)._data, _f._packed(b_hh)._data
 
 
 class _GRUSequence(Function):
@@ -65,7 +66,7 @@ class _GRUSequence(Function):
         dt = gi.dtype
         hs = _empty((T, B, H), dt)
         ws = _empty((T, B, 4 * H), dt)
-        bi, bh, has_bias = _bias_buffers(b_ih, b_hh, dt)
+        bi, bh = _bias_buffers(b_ih, b_hh, dt, H)
         lens, has_len = (lengths, True) if lengths is not None else (array("q", [0]), False)
         w_hh_t = _f.transpose(w_hh.detach(), 0, 1)  # (H, 3H), a view
         h = _f._packed(h0.detach())  # the state entering the step: h0, then a row block of hs
@@ -73,7 +74,7 @@ class _GRUSequence(Function):
             for t in (range(T - 1, -1, -1) if reverse else range(T)):
                 gh = _f.matmul(h, w_hh_t)  # (B, 3H)
                 KR.gru_step_forward(gi._data, t * B * H3, gh._data, h._data, h._offset, bi, bh,
-                                    has_bias, lens, has_len, t, hs._data, t * B * H, ws._data,
+                                    lens, has_len, t, hs._data, t * B * H, ws._data,
                                     t * B * 4 * H, B, H)
                 h = _rows(hs, t * B * H, (B, H))
         ctx.ws = ws
@@ -140,10 +141,10 @@ class _GRUCell(Function):
             gi = _f.matmul(x, _f.transpose(w_ih, 0, 1))  # (B, 3H)
             gh = _f.matmul(h, _f.transpose(w_hh, 0, 1))  # (B, 3H)
         h = _f._packed(h.detach())
-        bi, bh, has_bias = _bias_buffers(b_ih, b_hh, dt)
+        bi, bh = _bias_buffers(b_ih, b_hh, dt, H)
         out = _empty((B, H), dt)
         ws = _empty((B, 4 * H), dt)
-        KR.gru_step_forward(gi._data, 0, gh._data, h._data, 0, bi, bh, has_bias,
+        KR.gru_step_forward(gi._data, 0, gh._data, h._data, 0, bi, bh,
                             array("q", [0]), False, 0, out._data, 0, ws._data, 0, B, H)
         ctx.ws = ws
         ctx.h = h
