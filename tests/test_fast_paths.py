@@ -63,8 +63,20 @@ def test_by_typecode_scalar_of_the_table_kind():
 # ---------------------------------------------------------------------------- packed kernels
 
 
+def _near(u, w, tol):
+    return u == w or (u != u and w != w) or abs(u - w) <= tol * (1 + abs(w))
+
+
+def _py(fn):
+    """The plain-Python source of a numba function (itself when interpreted)."""
+    return getattr(fn, "py_func", fn)
+
+
 @pytest.mark.parametrize("tc", ["f", "d", "q"])
-def test_packed_binary_and_scalar_kernels_match_strided(tc):
+def test_packed_binary_and_scalar_kernels_match_the_formula(tc):
+    """binary_packed (own loops for add/sub/mul), binary_scalar_packed, and the strided kernel
+    both with contiguous rows (handed to binary_packed) and with a stride of 2 (element by
+    element) all give _binary_value's result."""
     rng = random.Random(tc)
     n = 37
     if tc == "q":
@@ -77,31 +89,73 @@ def test_packed_binary_and_scalar_kernels_match_strided(tc):
         b = [rng.uniform(0.5, 3) for _ in range(n)]
         ops, s = [KE.ADD, KE.SUB, KE.MUL, KE.DIV, KE.POW2, KE.MAXIMUM, KE.MINIMUM], 1.5
     A, B = _buf(tc, a), _buf(tc, b)
+    A2 = _buf(tc, [v for x in a for v in (x, 0)])  # a with a stride of 2
+    value = _py(KE._binary_value)
+
+    a, b = list(A), list(B)  # the values as stored (rounded to float32 for 'f')
+
+    def want(op, xs, ys):
+        return list(_buf(tc, [value(op, x, y) for x, y in zip(xs, ys)]))  # rounded like tc
+
+    def close(got, expect):  # float32 arithmetic (pow) may differ from float64's in the last bit
+        if tc != "f":
+            return _same(got, expect)
+        return all(abs(u - w) <= 1e-6 * (1 + abs(w)) or (u != u and w != w)
+                   for u, w in zip(got, expect))
+
     for op in ops:
-        fast, slow = _buf(tc, [0] * n), _buf(tc, [0] * n)
+        fast, rows, strided = (_buf(tc, [0] * n) for _ in range(3))
         KE.BINARY_PACKED[tc](op, A, B, fast, n)
-        KE.binary(op, A, 0, 0, 0, 0, 1, B, 0, 0, 0, 0, 1, slow, 1, 1, 1, n)
-        assert _same(fast, slow), op
+        KE.binary(op, A, 0, 0, 0, 0, 1, B, 0, 0, 0, 0, 1, rows, 1, 1, 1, n)
+        KE.binary(op, A2, 0, 0, 0, 0, 2, B, 0, 0, 0, 0, 1, strided, 1, 1, 1, n)
+        for got in (fast, rows, strided):
+            assert close(got, want(op, a, b)), op
         for rev in (False, True):
             if op == KE.POW2 and rev:
                 continue
             KE.BINARY_SCALAR_PACKED[tc](op, B, s, rev, fast, n)
-            KE.binary_scalar(op, B, 0, 0, 0, 0, 1, s, rev, slow, 1, 1, 1, n)
-            assert _same(fast, slow), (op, rev)
+            KE.binary_scalar(op, B, 0, 0, 0, 0, 1, s, rev, strided, 1, 1, 1, n)
+            expect = want(op, [s] * n, b) if rev else want(op, b, [s] * n)
+            assert close(fast, expect) and close(strided, expect), (op, rev)
 
 
 @pytest.mark.parametrize("tc", ["f", "d"])
-def test_packed_unary_kernel_matches_strided(tc):
+def test_packed_unary_kernels_match_the_formula(tc):
+    """unary_packed / unary_backward (own loops for relu, exp, sigmoid, neg, tanh') against
+    _unary_value / _unary_derivative, and the strided unary kernel."""
     rng = random.Random(1)
     n = 41
-    x = _buf(tc, [rng.uniform(-4, 4) for _ in range(n)])
+    xs = [rng.uniform(-4, 4) for _ in range(n)] + [0.0, -0.0, 50.0, -50.0]
+    n = len(xs)
+    value, deriv = _py(KE._unary_value), _py(KE._unary_derivative)
+    g = _buf(tc, [rng.uniform(-1, 1) for _ in range(n)])
     for op in range(14):
         p1, p2 = (-1.0, 2.0) if op == KE.CLAMP else (1.5, 0.0)
-        src = _buf(tc, [abs(v) for v in x]) if op in (KE.LOG, KE.SQRT, KE.POW) else x
-        fast, slow = _buf(tc, [0] * n), _buf(tc, [0] * n)
-        KE.UNARY_PACKED[tc](op, p1, p2, src, fast, n)
-        KE.unary(op, p1, p2, src, 0, 0, 0, 0, 1, slow, 1, 1, 1, n)
-        assert _same(fast, slow), op
+        vals = [abs(v) for v in xs] if op in (KE.LOG, KE.SQRT, KE.POW) else xs
+        x = _buf(tc, vals)
+        fast, strided, back = (_buf(tc, [0] * n) for _ in range(3))
+        KE.UNARY_PACKED[tc](op, p1, p2, x, fast, n)
+        KE.unary(op, p1, p2, x, 0, 0, 0, 0, 1, strided, 1, 1, 1, n)
+        want = _buf(tc, [value(op, v, p1, p2) for v in x])
+        tol = 1e-6 if tc == "f" else 1e-14
+        assert all(_near(u, w, tol) for u, w in zip(fast, want)), op
+        assert _same(fast, strided), op
+        KE.UNARY_BACKWARD[tc](op, p1, p2, g, x, fast, back, n)
+        dwant = _buf(tc, [gi * deriv(op, v, y, p1, p2) for gi, v, y in zip(g, x, fast)])
+        assert all(_near(u, w, tol) for u, w in zip(back, dwant)), op
+
+
+@pytest.mark.parametrize("tc", ["f", "d", "q", "B"])
+def test_copy_same_matches_copy(tc):
+    """copy_same (rows as slices when contiguous) against the element-by-element copy."""
+    src = _buf(tc, [i % 2 if tc == "B" else i for i in range(60)])
+    # (3, 4, 5) view of a (3, 4, 5) buffer: contiguous rows; then its (5, 4, 3) transpose
+    for strides, shape in (((20, 5, 1), (3, 4, 5)), ((1, 5, 20), (5, 4, 3))):
+        a, b = _buf(tc, [0] * 80), _buf(tc, [0] * 80)
+        args = (src, 0, 0, *strides, None, 7, 0, shape[1] * shape[2], shape[2], 1, 1, *shape)
+        KE.copy_same(*args[:6], a, *args[7:])
+        KE.copy(*args[:6], b, *args[7:])
+        assert list(a) == list(b) and list(a[:7]) == [0] * 7
 
 
 def test_elementwise_ops_same_on_packed_and_strided_tensors():

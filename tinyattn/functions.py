@@ -55,7 +55,9 @@ def _copy(t, dtype=None):
 
 def _copy_into(src, dst_data, dst_off, dst_strides):
     """Copy the elements of view `src` into the view (dst_data, dst_off, dst_strides) of equal shape."""
-    if src.dtype.is_floating_point and dst_data.typecode == "q":
+    if src.dtype.typecode == dst_data.typecode:
+        kern = KE.copy_same
+    elif src.dtype.is_floating_point and dst_data.typecode == "q":
         kern = KE.to_int
     else:
         kern = KE.copy

@@ -14,6 +14,7 @@ derivative by the upstream gradient in `unary_backward`, so adding an activation
 """
 import math
 
+from .buffers import as_array
 from .exp import exp
 from .jit import by_typecode, inline, kernel
 
@@ -141,16 +142,46 @@ def unary(op, p1, p2, x, x_off, xs0, xs1, xs2, xs3, out, n0, n1, n2, n3):
 @kernel
 def unary_packed(op, p1, p2, x, out, n):
     """out = f(x) for a contiguous x of n elements: `unary` for the common case, with 6 arguments
-    instead of 14 (every argument costs time on every call, and at small sizes that is the cost)."""
-    for i in range(n):
-        out[i] = _unary_value(op, x[i], p1, p2)
+    instead of 14 (every argument costs time on every call, and at small sizes that is the cost).
+
+    The ops of a training step get loops of their own: a loop that tests `op` for every element
+    is not vectorised; a loop whose body is one formula handles 8-16 elements per instruction."""
+    if op == RELU:
+        for i in range(n):
+            out[i] = x[i] if x[i] > 0.0 else 0.0 * x[i]
+    elif op == EXP:
+        for i in range(n):
+            out[i] = _exp(x[i])
+    elif op == SIGMOID:
+        for i in range(n):
+            out[i] = _sigmoid(x[i])
+    elif op == NEG:
+        for i in range(n):
+            out[i] = -x[i]
+    else:
+        for i in range(n):
+            out[i] = _unary_value(op, x[i], p1, p2)
 
 
 @kernel
 def unary_backward(op, p1, p2, g, x, y, out, n):
-    """out = g * f'(x) for contiguous g, x, y = f(x) of n elements."""
-    for i in range(n):
-        out[i] = g[i] * _unary_derivative(op, x[i], y[i], p1, p2)
+    """out = g * f'(x) for contiguous g, x, y = f(x) of n elements (common ops in loops of their
+    own, as in unary_packed)."""
+    if op == RELU:
+        for i in range(n):
+            out[i] = g[i] * (1.0 if x[i] > 0.0 else 0.0)
+    elif op == EXP:
+        for i in range(n):
+            out[i] = g[i] * y[i]
+    elif op == SIGMOID:
+        for i in range(n):
+            out[i] = g[i] * (y[i] * (1.0 - y[i]))
+    elif op == TANH:
+        for i in range(n):
+            out[i] = g[i] * (1.0 - y[i] * y[i])
+    else:
+        for i in range(n):
+            out[i] = g[i] * _unary_derivative(op, x[i], y[i], p1, p2)
 
 
 # --- binary op codes ---
@@ -205,30 +236,55 @@ def _compare_value(op, a, b):
 
 @kernel
 def binary(op, a, a_off, as0, as1, as2, as3, b, b_off, bs0, bs1, bs2, bs3, out, n0, n1, n2, n3):
-    """out = a (op) b with broadcasting by zero strides; out contiguous (n0, n1, n2, n3)."""
+    """out = a (op) b with broadcasting by zero strides; out contiguous (n0, n1, n2, n3).
+
+    When both inputs' last dim is contiguous (a bias added to every row, say), each row is
+    handed to `binary_packed` as slices, whose loops vectorise."""
+    A, B, O = as_array(a), as_array(b), as_array(out)
     o = 0
     for i0 in range(n0):
         for i1 in range(n1):
             for i2 in range(n2):
                 pa = a_off + i0 * as0 + i1 * as1 + i2 * as2
                 pb = b_off + i0 * bs0 + i1 * bs1 + i2 * bs2
-                for i3 in range(n3):
-                    out[o + i3] = _binary_value(op, a[pa + i3 * as3], b[pb + i3 * bs3])
+                if as3 == 1 and bs3 == 1:
+                    binary_packed(op, A[pa:pa + n3], B[pb:pb + n3], O[o:o + n3], n3)
+                else:
+                    for i3 in range(n3):
+                        out[o + i3] = _binary_value(op, a[pa + i3 * as3], b[pb + i3 * bs3])
                 o += n3
 
 
 @kernel
 def binary_packed(op, a, b, out, n):
     """out = a (op) b for contiguous a and b of the same n elements (no broadcasting): `binary`
-    for the common case, with 5 arguments instead of 18."""
-    for i in range(n):
-        out[i] = _binary_value(op, a[i], b[i])
+    for the common case, with 5 arguments instead of 18. add, sub and mul (gradient sums,
+    residuals, gates) get loops of their own, which vectorise (see unary_packed)."""
+    if op == ADD:
+        for i in range(n):
+            out[i] = a[i] + b[i]
+    elif op == MUL:
+        for i in range(n):
+            out[i] = a[i] * b[i]
+    elif op == SUB:
+        for i in range(n):
+            out[i] = a[i] - b[i]
+    else:
+        for i in range(n):
+            out[i] = _binary_value(op, a[i], b[i])
 
 
 @kernel
 def binary_scalar_packed(op, a, s, reverse, out, n):
-    """out = a (op) s, or s (op) a when `reverse`, for a contiguous a of n elements."""
-    if reverse:
+    """out = a (op) s, or s (op) a when `reverse`, for a contiguous a of n elements (x + c and
+    x * c in loops of their own, as in binary_packed)."""
+    if op == ADD:
+        for i in range(n):
+            out[i] = a[i] + s
+    elif op == MUL:
+        for i in range(n):
+            out[i] = a[i] * s
+    elif reverse:
         for i in range(n):
             out[i] = _binary_value(op, s, a[i])
     else:
@@ -298,6 +354,26 @@ def copy(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0, n1, n
                 po = o_off + i0 * os0 + i1 * os1 + i2 * os2
                 for i3 in range(n3):
                     out[po + i3 * os3] = x[px + i3 * xs3]
+
+
+@kernel
+def copy_same(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0, n1, n2, n3):
+    """`copy` between buffers of the same type: rows whose last dim is contiguous on both sides
+    are copied as slices (a loop LLVM turns into vector moves), the rest element by element."""
+    X, O = as_array(x), as_array(out)
+    for i0 in range(n0):
+        for i1 in range(n1):
+            for i2 in range(n2):
+                px = x_off + i0 * xs0 + i1 * xs1 + i2 * xs2
+                po = o_off + i0 * os0 + i1 * os1 + i2 * os2
+                if xs3 == 1 and os3 == 1:
+                    src = X[px:px + n3]
+                    dst = O[po:po + n3]
+                    for i3 in range(n3):
+                        dst[i3] = src[i3]
+                else:
+                    for i3 in range(n3):
+                        out[po + i3 * os3] = x[px + i3 * xs3]
 
 
 @kernel
