@@ -70,16 +70,18 @@ def gru_step_forward(gi, gi_off, gh, h, h_off, b_ih, b_hh, lengths, has_lengths,
             continue
         gi_r, gi_z, gi_n = GI[pi:pi + H], GI[pi + H:pi + 2 * H], GI[pi + 2 * H:pi + 3 * H]
         gh_r, gh_z, gh_n = GH[ph:ph + H], GH[ph + H:ph + 2 * H], GH[ph + 2 * H:ph + 3 * H]
+        # One loop per equation: a loop touching a dozen arrays is not vectorised (LLVM would
+        # have to check every pair for overlap first), one touching four or five is.
         for j in range(H):
-            r = _sigmoid(gi_r[j] + b_ir[j] + gh_r[j] + b_hr[j])
-            z = _sigmoid(gi_z[j] + b_iz[j] + gh_z[j] + b_hz[j])
-            ghn = gh_n[j] + b_hn[j]
-            n = _tanh(gi_n[j] + b_in[j] + r * ghn)
-            h_new[j] = (1.0 - z) * n + z * h_prev[j]
-            w_r[j] = r
-            w_z[j] = z
-            w_n[j] = n
-            w_g[j] = ghn
+            w_r[j] = _sigmoid(gi_r[j] + b_ir[j] + gh_r[j] + b_hr[j])
+        for j in range(H):
+            w_z[j] = _sigmoid(gi_z[j] + b_iz[j] + gh_z[j] + b_hz[j])
+        for j in range(H):
+            w_g[j] = gh_n[j] + b_hn[j]
+        for j in range(H):
+            w_n[j] = _tanh(gi_n[j] + b_in[j] + w_r[j] * w_g[j])
+        for j in range(H):
+            h_new[j] = (1.0 - w_z[j]) * w_n[j] + w_z[j] * h_prev[j]
 
 
 @kernel
@@ -102,30 +104,31 @@ def gru_step_backward(g, g_off, use_g, carry, m, use_m, h, h_off, ws, ws_off, le
         ph = dgh_off + b * 3 * H
         di_r, di_z, di_n = DI[pi:pi + H], DI[pi + H:pi + 2 * H], DI[pi + 2 * H:pi + 3 * H]
         dh_r, dh_z, dh_n = DH[ph:ph + H], DH[ph + H:ph + 2 * H], DH[ph + 2 * H:ph + 3 * H]
-        active = not (has_lengths and t >= lengths[b])
-        for j in range(H):
-            total = c[j]
-            if use_g:
-                total += gb[j]
-            if use_m:
-                total += mb[j]
-            if not active:  # the state was only carried through: so is its gradient
-                c[j] = total
+        if use_g:  # total = dL/dh' = carry (+ g) (+ m), kept in c until the last loop
+            for j in range(H):
+                c[j] += gb[j]
+        if use_m:
+            for j in range(H):
+                c[j] += mb[j]
+        if has_lengths and t >= lengths[b]:  # the state was only carried through: so is its gradient
+            for j in range(H):
                 di_r[j] = 0.0
                 di_z[j] = 0.0
                 di_n[j] = 0.0
                 dh_r[j] = 0.0
                 dh_z[j] = 0.0
                 dh_n[j] = 0.0
-                continue
-            r, z, n = w_r[j], w_z[j], w_n[j]
-            dz = total * (h_prev[j] - n) * z * (1.0 - z)
-            dn = total * (1.0 - z) * (1.0 - n * n)
-            dr = dn * w_g[j] * r * (1.0 - r)
-            c[j] = total * z
-            di_r[j] = dr
-            di_z[j] = dz
-            di_n[j] = dn
-            dh_r[j] = dr
-            dh_z[j] = dz
-            dh_n[j] = dn * r
+            continue
+        # one loop per equation, as in the forward
+        for j in range(H):
+            di_z[j] = c[j] * (h_prev[j] - w_n[j]) * w_z[j] * (1.0 - w_z[j])
+        for j in range(H):
+            di_n[j] = c[j] * (1.0 - w_z[j]) * (1.0 - w_n[j] * w_n[j])
+        for j in range(H):
+            di_r[j] = di_n[j] * w_g[j] * w_r[j] * (1.0 - w_r[j])
+        for j in range(H):
+            dh_r[j] = di_r[j]
+            dh_z[j] = di_z[j]
+            dh_n[j] = di_n[j] * w_r[j]
+        for j in range(H):
+            c[j] = c[j] * w_z[j]
