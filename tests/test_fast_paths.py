@@ -258,3 +258,27 @@ def test_few_rows_matmul_kernel_matches_blocked(tc):
                 outs.append(list(out))
             tol = 1e-5 if tc == "f" else 1e-12
             assert all(abs(x - y) <= tol for x, y in zip(*outs)), (M, b_t)
+
+
+# ---------------------------------------------------------------------------- gradient sums
+
+
+def test_engine_sums_in_place_only_what_it_owns():
+    """A tensor used many times gets its gradient summed in place from the third contribution
+    on; a sum handed on by an Add to two inputs must not be changed through either of them."""
+    def f(x):
+        p = x * 2.0
+        n = p + x.exp()                 # Add: backward gives its (summed) gradient to p and exp
+        out = n * 1.0 + n * 2.0 + n * 3.0 + n.sin()        # four contributions to n
+        return out + p * 5.0 + p * 7.0 + p.tanh()          # p: more after n's sum reaches it
+    x = ta.randn(3, 4, dtype=ta.float64, generator=ta.Generator(9), requires_grad=True)
+    assert ta.autograd.gradcheck(f, (x,))
+
+
+def test_leaf_grad_from_an_earlier_backward_is_not_changed():
+    x = ta.tensor([1.0, 2.0], requires_grad=True)
+    sum(x * float(k) for k in range(1, 6)).sum().backward()      # five contributions: 15 each
+    first = x.grad
+    assert first.tolist() == [15.0, 15.0]
+    sum(x * float(k) for k in range(1, 6)).sum().backward()
+    assert x.grad.tolist() == [30.0, 30.0] and first.tolist() == [15.0, 15.0]

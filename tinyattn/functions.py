@@ -276,6 +276,16 @@ def _binary_forward(op, a, b):
     return out
 
 
+def add_into(acc, g):
+    """acc += g in place, for the autograd engine's own gradient sums: acc packed, g of the same
+    shape and dtype (any layout). Not an op: no graph, no checks."""
+    if g._packed:  # acc[i] += 1.0 * g[i] (exact): two buffers, so the loop vectorises, which
+        # binary_packed(ADD, acc, g, out=acc) would not (its output overlaps an input)
+        KE.AXPY[acc.dtype.typecode](1.0, g._data, acc._data, len(acc._data))
+    else:
+        _run_binary(KE.binary, KE.ADD, acc, g, acc.shape, acc._data)
+
+
 def _run_binary(kern, op, a, b, shape, out_data):
     sa = _shapes.broadcast_strides(a.shape, a._strides, shape)
     sb = _shapes.broadcast_strides(b.shape, b._strides, shape)
