@@ -119,3 +119,51 @@ def test_softmax_rows_masked_and_nan(log):
     assert_close(y[0], want[0]) and assert_close(y[1], want[1], rtol=1e-6)
     assert all(v != v for v in y[2] + y[3])  # a NaN makes the row NaN, as in PyTorch
     assert_close(y[4], want[2], rtol=1e-6)
+
+
+@kernel
+def _exp_single_all(x, out, n):
+    for i in range(n):
+        out[i] = KX.exp_single(x[i])
+
+
+def test_exp_single_is_float32_accurate_and_matches_its_twin():
+    rng = random.Random(1)
+    vals = ([rng.uniform(-110, 90) for _ in range(3000)] + [rng.uniform(-2, 2) for _ in range(2000)]
+            + [0.0, -0.0, -707.9, -708.1, 709.0, 800.0, math.inf, -math.inf, math.nan])
+    out = _buf("d", [0.0] * len(vals))
+    _exp_single_all(_buf("d", vals), out, len(vals))
+    twin = KX.exp_single.py_func if JIT else KX.exp_single
+    for v, got in zip(vals, out):
+        if v != v:
+            assert got != got
+            continue
+        assert KX.float_bits(got) == KX.float_bits(twin(v))
+        if v < -708.0:  # below any float32
+            assert got == 0.0
+        elif v > 709.1:  # above any float32 (2^1024 overflows)
+            assert got == math.inf
+        else:
+            assert abs(got - math.exp(v)) <= 1e-8 * math.exp(v), v
+
+
+def test_order_key_orders_like_the_floats():
+    twin_key = KX.order_key.py_func if JIT else KX.order_key
+    twin_back = KX.from_order_key.py_func if JIT else KX.from_order_key
+    vals = sorted([-math.inf, -1e300, -2.5, -1e-310, -0.0, 0.0, 1e-310, 3.0, 1e300, math.inf])
+    keys = [twin_key(v) for v in vals]
+    assert keys == sorted(keys)
+    assert [twin_back(k) for k in keys] == vals
+    x = _buf("f", [3.0, -1.0, 7.5, -math.inf, 2.0])
+    assert KS._row_max(x, len(x)) == 7.5
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_float32_rows_threaded(log):
+    """float32 rows (exp_single), split between two threads, against the float64 formula."""
+    x = ta.randn(300, 128, generator=ta.Generator(8)) * 6
+    y = x.log_softmax(-1) if log else x.softmax(-1)
+    rows = x.tolist()
+    want = _softmax_rows_reference(rows[:5] + rows[-5:], log)
+    got = y.tolist()
+    assert_close(got[:5] + got[-5:], want, rtol=2e-6, atol=1e-6 if log else 1e-9)

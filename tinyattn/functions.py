@@ -1028,11 +1028,15 @@ SOFTMAX_PARALLEL_MIN = 1 << 15
 
 
 def _run_softmax(rows_kernels, kernels, typecode, buffers, O, R, I, log):
-    if I != 1 or O * R < SOFTMAX_PARALLEL_MIN or _threads.num_threads() == 1:
+    if I == 1 and (O * R < SOFTMAX_PARALLEL_MIN or _threads.num_threads() == 1):
+        rows_kernels[typecode](*buffers, R, 0, O, log, typecode == "f")
+        return
+    if I != 1:
         kernels[typecode](*buffers, O, R, I, log)
         return
     kern = rows_kernels[typecode]
-    _threads.parallel_for(lambda n0, n1: kern(*buffers, R, n0, n1, log), O,
+    single = typecode == "f"
+    _threads.parallel_for(lambda n0, n1: kern(*buffers, R, n0, n1, log, single), O,
                           min_chunk=-(-SOFTMAX_PARALLEL_MIN // (2 * R)))
 
 

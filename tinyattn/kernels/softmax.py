@@ -16,14 +16,16 @@ A NaN anywhere in a row makes the whole row NaN, as in PyTorch.
 Speed. The common case is softmax over the last dim (I = 1): each row is R contiguous numbers, and
 `softmax_rows_forward` / `_backward` work on a block of rows, so that the op layer can give half
 of the rows to each core. Inside a row every loop is written so that LLVM turns it into vector
-code: the exp is `exp.exp` (arithmetic, not a call into the C library), rows are sliced out of the
-buffer and indexed from 0 (no negative-index check per element), and the sums may be reordered
-(`vector_kernel`). The row maximum stays a plain loop: with NaN allowed, LLVM will not vectorise it.
+code: the exp is `exp.exp` (arithmetic, not a call into the C library; `exp_single` for float32
+buffers), rows are sliced out of the buffer and indexed from 0 (no negative-index check per
+element), the sums may be reordered (`vector_kernel`), and the row maximum is an integer maximum
+over keys that order like the floats (`_row_max`). The general (O, R, I) kernels (softmax over an
+inner dim) keep the plain loops.
 """
 import math
 
 from .buffers import as_array
-from .exp import exp
+from .exp import exp, exp_single, from_order_key, order_key
 from .jit import by_typecode, vector_kernel
 
 
@@ -39,39 +41,60 @@ def _masked_row(row, y, R, log):
 
 
 @vector_kernel
-def softmax_rows_forward(x, out, R, n0, n1, log):
-    """out = softmax (or log_softmax when `log`) of rows n0 <= n < n1 of a contiguous (N, R) x."""
+def _row_max(row, R):
+    """max(row) through order_key: a running integer maximum, which LLVM vectorises (a float
+    maximum, with NaN's rules to respect, it does not). A NaN may or may not win; either way the
+    sum of exps that follows is NaN, and so is the row."""
+    k = order_key(-math.inf)
+    for r in range(R):
+        k = max(k, order_key(row[r]))
+    return from_order_key(k)
+
+
+@vector_kernel
+def _exp_sum(row, y, m, R, single):
+    """y[r] = exp(row[r] - m), returning their sum. For float32 rows (`single`) exp_single, whose
+    error is below float32's rounding anyway, is enough."""
+    s = 0.0
+    if single:
+        for r in range(R):
+            e = exp_single(row[r] - m)
+            y[r] = e
+            s += e
+    else:
+        for r in range(R):
+            e = exp(row[r] - m)
+            y[r] = e
+            s += e
+    return s
+
+
+@vector_kernel
+def softmax_rows_forward(x, out, R, n0, n1, log, single):
+    """out = softmax (or log_softmax when `log`) of rows n0 <= n < n1 of a contiguous (N, R) x;
+    `single`: the buffers are float32."""
     X = as_array(x)
     Y = as_array(out)
     for n in range(n0, n1):
         row = X[n * R:(n + 1) * R]
         y = Y[n * R:(n + 1) * R]
-        m = -math.inf
-        for r in range(R):  # a NaN is skipped here; it turns the sum, and so the row, into NaN
-            if row[r] > m:
-                m = row[r]
+        m = _row_max(row, R)
         if m == -math.inf:
             _masked_row(row, y, R, log)
             continue
-        s = 0.0
+        s = _exp_sum(row, y, m, R, single)  # log_softmax: y is scratch space here
         if log:
-            for r in range(R):
-                s += exp(row[r] - m)
             shift = m + math.log(s)
             for r in range(R):
                 y[r] = row[r] - shift
         else:
-            for r in range(R):
-                e = exp(row[r] - m)
-                y[r] = e
-                s += e
             inv = 1.0 / s
             for r in range(R):
                 y[r] *= inv
 
 
 @vector_kernel
-def softmax_rows_backward(g, y, out, R, n0, n1, log):
+def softmax_rows_backward(g, y, out, R, n0, n1, log, single):
     """out = dL/dx for rows n0 <= n < n1, given g = dL/dy and the forward's output y, all (N, R)."""
     G = as_array(g)
     Y = as_array(y)
@@ -84,8 +107,12 @@ def softmax_rows_backward(g, y, out, R, n0, n1, log):
         if log:
             for r in range(R):
                 s += gr[r]
-            for r in range(R):  # exp(y) = softmax; exp(-inf) = 0 on masked rows
-                d[r] = gr[r] - exp(yr[r]) * s
+            if single:  # exp(y) = softmax; exp(-inf) = 0 on masked rows
+                for r in range(R):
+                    d[r] = gr[r] - exp_single(yr[r]) * s
+            else:
+                for r in range(R):
+                    d[r] = gr[r] - exp(yr[r]) * s
         else:
             for r in range(R):
                 s += gr[r] * yr[r]
@@ -97,7 +124,7 @@ def softmax_rows_backward(g, y, out, R, n0, n1, log):
 def softmax_forward(x, out, O, R, I, log):
     """out = softmax(x) (or log_softmax when `log`) over axis R of contiguous (O, R, I) x."""
     if I == 1:
-        softmax_rows_forward(x, out, R, 0, O, log)
+        softmax_rows_forward(x, out, R, 0, O, log, False)
         return
     for o in range(O):
         for i in range(I):
@@ -131,7 +158,7 @@ def softmax_forward(x, out, O, R, I, log):
 def softmax_backward(g, y, out, O, R, I, log):
     """out = d(loss)/dx given g = d(loss)/dy and the forward output y, same layout as the forward."""
     if I == 1:
-        softmax_rows_backward(g, y, out, R, 0, O, log)
+        softmax_rows_backward(g, y, out, R, 0, O, log, False)
         return
     for o in range(O):
         for i in range(I):
@@ -152,5 +179,5 @@ def softmax_backward(g, y, out, O, R, I, log):
 # Entry points by typecode for the op layer (see jit.by_typecode).
 FORWARD = by_typecode(softmax_forward, "T T i i i b")
 BACKWARD = by_typecode(softmax_backward, "T T T i i i b")
-ROWS_FORWARD = by_typecode(softmax_rows_forward, "T T i i i b")
-ROWS_BACKWARD = by_typecode(softmax_rows_backward, "T T T i i i b")
+ROWS_FORWARD = by_typecode(softmax_rows_forward, "T T i i i b b")
+ROWS_BACKWARD = by_typecode(softmax_rows_backward, "T T T i i i b b")
