@@ -282,3 +282,19 @@ def test_leaf_grad_from_an_earlier_backward_is_not_changed():
     assert first.tolist() == [15.0, 15.0]
     sum(x * float(k) for k in range(1, 6)).sum().backward()
     assert x.grad.tolist() == [30.0, 30.0] and first.tolist() == [15.0, 15.0]
+
+
+def test_binary_function_apply_records_like_function_apply():
+    """BinaryFunction.apply (add, mul, matmul, ...) skips Function.apply's argument loop; it must
+    record a node exactly when Function.apply would."""
+    a = ta.randn(2, 2, requires_grad=True)
+    b = ta.randn(2, 2)
+    for op, name in ((lambda x, y: x + y, "AddBackward"), (lambda x, y: x * y, "MulBackward"),
+                     (lambda x, y: x @ y, "MatMulBackward"), (lambda x, y: x / y, "DivBackward")):
+        for x, y in ((a, b), (b, a)):
+            out = op(x, y)
+            assert out.requires_grad and out.grad_fn.name() == name
+            assert out.grad_fn.needs_input_grad == (x is a, y is a)
+        assert op(b, b).grad_fn is None and not op(b, b).requires_grad
+        with ta.no_grad():
+            assert op(a, a).grad_fn is None

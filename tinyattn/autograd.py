@@ -153,6 +153,19 @@ class Function:
         return f"<{self.name()}>"
 
 
+class BinaryFunction(Function):
+    """A Function of exactly two Tensors (add, mul, matmul, ...: most ops of a training step).
+
+    Same behaviour as Function.apply, without its general loop over arguments: packing and
+    unpacking `*args` and testing each one costs about as much as a small op's kernel."""
+
+    @classmethod
+    def apply(cls, a, b):
+        if _grad_enabled and (a._requires_grad or b._requires_grad):
+            return cls._apply_recording((a, b))
+        return cls.forward(_NO_GRAPH, a, b)
+
+
 def _topological_order(root):
     """Nodes reachable from `root`, each after every node that consumes its output.
 

@@ -21,7 +21,7 @@ from collections import namedtuple
 
 from . import _shapes
 from . import dtypes as _dt
-from .autograd import Function, is_grad_enabled
+from .autograd import BinaryFunction, Function, is_grad_enabled
 from .kernels import elementwise as KE
 from .kernels import index as KI
 from .kernels import matmul as KM
@@ -145,9 +145,10 @@ class Unary(Function):
                 x = _copy(x)
                 shape4, xs = (1, 1, 1, x.numel()), (0, 0, 0, 1)
             KE.unary(op, p1, p2, x._data, x._offset, *xs, out._data, *shape4)
-        ctx.op_name = _UNARY_NAMES[op]
-        ctx.save_for_backward(x, out.detach())
-        ctx.params = (op, p1, p2)
+        if ctx.needs_input_grad:  # building a graph: keep what backward needs
+            ctx.op_name = _UNARY_NAMES[op]
+            ctx.save_for_backward(x, out.detach())
+            ctx.params = (op, p1, p2)
         return out
 
     @staticmethod
@@ -301,7 +302,7 @@ _BINARY_NAMES = {KE.ADD: "add", KE.SUB: "sub", KE.MUL: "mul", KE.DIV: "div", KE.
                  KE.FLOOR_DIVIDE: "floor_divide"}
 
 
-class Add(Function):
+class Add(BinaryFunction):
     """out = a + b;  da = g,  db = g  (each summed back to its input's shape)."""
 
     @staticmethod
@@ -316,7 +317,7 @@ class Add(Function):
         return (sum_to(g, a.shape) if na else None), (sum_to(g, b.shape) if nb else None)
 
 
-class Sub(Function):
+class Sub(BinaryFunction):
     """out = a - b;  da = g,  db = -g."""
 
     @staticmethod
@@ -330,7 +331,7 @@ class Sub(Function):
         return sum_to(g, a.shape), (sum_to(neg(g), b.shape) if nb else None)
 
 
-class Mul(Function):
+class Mul(BinaryFunction):
     """out = a * b;  da = g * b,  db = g * a."""
 
     @staticmethod
@@ -346,13 +347,14 @@ class Mul(Function):
                 sum_to(mul(g, a), b.shape) if nb else None)
 
 
-class Div(Function):
+class Div(BinaryFunction):
     """out = a / b;  da = g / b,  db = -g * a / b^2 = -g * out / b."""
 
     @staticmethod
     def forward(ctx, a, b):
         out = _binary_forward(KE.DIV, a, b)
-        ctx.save_for_backward(b, out.detach())
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(b, out.detach())
         return out
 
     @staticmethod
@@ -365,7 +367,7 @@ class Div(Function):
         return ga, gb
 
 
-class Pow(Function):
+class Pow(BinaryFunction):
     """out = a ** b;  da = g * b * a^(b-1),  db = g * out * log(a)  (0 where a <= 0)."""
 
     @staticmethod
@@ -386,7 +388,7 @@ class Pow(Function):
         return ga, gb
 
 
-class Maximum(Function):
+class Maximum(BinaryFunction):
     """out = max(a, b);  the gradient goes to the larger input (split in half on ties, as PyTorch)."""
 
     op = KE.MAXIMUM
@@ -430,9 +432,10 @@ class ScalarOp(Function):
                 x = _copy(x)
                 shape4, st = (1, 1, 1, x.numel()), [(0, 0, 0, 1)]
             KE.binary_scalar(op, x._data, x._offset, *st[0], c, reverse, out._data, *shape4)
-        ctx.op_name = _BINARY_NAMES[op].capitalize()
-        if op == KE.DIV and reverse or op == KE.POW2:
-            ctx.save_for_backward(x, out.detach())
+        if ctx.needs_input_grad:
+            ctx.op_name = _BINARY_NAMES[op].capitalize()
+            if op == KE.DIV and reverse or op == KE.POW2:
+                ctx.save_for_backward(x, out.detach())
         return out
 
     @staticmethod
@@ -1001,15 +1004,24 @@ class Softmax(Function):
 
     @staticmethod
     def forward(ctx, x, dim, log):
-        x = _packed(x)
+        if not x._packed:
+            x = _copy(x)
         shape = x.shape
-        O, R, I = _shapes.numel(shape[:dim]), shape[dim], _shapes.numel(shape[dim + 1:])
+        R = shape[dim]
         out = _empty(shape, x.dtype)
-        _run_softmax(KS.ROWS_FORWARD, KS.FORWARD, x.dtype.typecode, (x._data, out._data), O, R,
-                     I, log)
-        ctx.op_name = "LogSoftmax" if log else "Softmax"
-        ctx.save_for_backward(out.detach())
-        ctx.layout = (O, R, I)
+        if dim == len(shape) - 1:  # the last dim: rows of R numbers (the common case)
+            O, I = (len(out._data) // R if R else 0), 1
+        else:
+            O, I = _shapes.numel(shape[:dim]), _shapes.numel(shape[dim + 1:])
+        tc = x.dtype.typecode
+        if I == 1 and len(out._data) < SOFTMAX_PARALLEL_MIN:  # small rows: one kernel call
+            KS.ROWS_FORWARD[tc](x._data, out._data, R, 0, O, log, tc == "f")
+        else:
+            _run_softmax(KS.ROWS_FORWARD, KS.FORWARD, tc, x._data, out._data, None, O, R, I, log)
+        if ctx.needs_input_grad:
+            ctx.op_name = "LogSoftmax" if log else "Softmax"
+            ctx.save_for_backward(out.detach())
+            ctx.layout = (O, R, I)
         return out
 
     @staticmethod
@@ -1017,8 +1029,8 @@ class Softmax(Function):
         (y,) = ctx.saved_tensors
         O, R, I = ctx.layout
         out = _empty(y.shape, y.dtype)
-        _run_softmax(KS.ROWS_BACKWARD, KS.BACKWARD, y.dtype.typecode,
-                     (_packed(g)._data, y._data, out._data), O, R, I, ctx.inputs[2])
+        _run_softmax(KS.ROWS_BACKWARD, KS.BACKWARD, y.dtype.typecode, _packed(g)._data, y._data,
+                     out._data, O, R, I, ctx.inputs[2])
         return out, None, None
 
 
@@ -1027,29 +1039,30 @@ class Softmax(Function):
 SOFTMAX_PARALLEL_MIN = 1 << 15
 
 
-def _run_softmax(rows_kernels, kernels, typecode, buffers, O, R, I, log):
-    if I == 1 and (O * R < SOFTMAX_PARALLEL_MIN or _threads.num_threads() == 1):
-        rows_kernels[typecode](*buffers, R, 0, O, log, typecode == "f")
-        return
+def _run_softmax(rows_kernels, kernels, typecode, b1, b2, b3, O, R, I, log):
+    """Run a softmax kernel on buffers (x, out) (forward) or (g, y, out) (backward, b3 given)."""
+    buffers = (b1, b2) if b3 is None else (b1, b2, b3)
     if I != 1:
         kernels[typecode](*buffers, O, R, I, log)
-        return
-    kern = rows_kernels[typecode]
-    single = typecode == "f"
-    _threads.parallel_for(lambda n0, n1: kern(*buffers, R, n0, n1, log, single), O,
-                          min_chunk=-(-SOFTMAX_PARALLEL_MIN // (2 * R)))
+    elif O * R < SOFTMAX_PARALLEL_MIN or _threads.num_threads() == 1:
+        rows_kernels[typecode](*buffers, R, 0, O, log, typecode == "f")
+    else:
+        kern = rows_kernels[typecode]
+        single = typecode == "f"
+        _threads.parallel_for(lambda n0, n1: kern(*buffers, R, n0, n1, log, single), O,
+                              min_chunk=-(-SOFTMAX_PARALLEL_MIN // (2 * R)))
 
 
 def softmax(x, dim, dtype=None):
     """exp(x_i) / sum_j exp(x_j) along dim. A row that is entirely -inf gives zeros (PyTorch: NaN)."""
     x = _floating("softmax", x if dtype is None else to_dtype(x, _dt.get(dtype)))
-    return Softmax.apply(x, _shapes.normalize_dim("softmax", dim, x.ndim), False)
+    return Softmax.apply(x, _shapes.normalize_dim("softmax", dim, len(x.shape)), False)
 
 
 def log_softmax(x, dim, dtype=None):
     """x_i - log(sum_j exp(x_j)) along dim, without overflow for any logits."""
     x = _floating("log_softmax", x if dtype is None else to_dtype(x, _dt.get(dtype)))
-    return Softmax.apply(x, _shapes.normalize_dim("log_softmax", dim, x.ndim), True)
+    return Softmax.apply(x, _shapes.normalize_dim("log_softmax", dim, len(x.shape)), True)
 
 
 # ============================================================================ matmul
@@ -1065,7 +1078,7 @@ def _batch_layout(bshape, a, b):
     return shape[2:], sa[2:], sb[2:]
 
 
-class MatMul(Function):
+class MatMul(BinaryFunction):
     """out = a @ b over the last two dims, batch dims broadcast:  (..., M, K) @ (..., K, N).
 
     da = g @ b^T,  db = a^T @ g  (summed over broadcast batch dims). Transposes are views: the
