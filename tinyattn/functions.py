@@ -56,7 +56,7 @@ def _copy(t, dtype=None):
 def _copy_into(src, dst_data, dst_off, dst_strides):
     """Copy the elements of view `src` into the view (dst_data, dst_off, dst_strides) of equal shape."""
     if src.dtype.typecode == dst_data.typecode:
-        kern = KE.copy_same
+        kern = KE.COPY_SAME[dst_data.typecode]
     elif src.dtype.is_floating_point and dst_data.typecode == "q":
         kern = KE.to_int
     else:
@@ -144,7 +144,7 @@ class Unary(Function):
             if len(shape4) != 4:
                 x = _copy(x)
                 shape4, xs = (1, 1, 1, x.numel()), (0, 0, 0, 1)
-            KE.unary(op, p1, p2, x._data, x._offset, *xs, out._data, *shape4)
+            KE.UNARY[x.dtype.typecode](op, p1, p2, x._data, x._offset, *xs, out._data, *shape4)
         if ctx.needs_input_grad:  # building a graph: keep what backward needs
             ctx.op_name = _UNARY_NAMES[op]
             ctx.save_for_backward(x, out.detach())
@@ -273,7 +273,7 @@ def _binary_forward(op, a, b):
         return out
     shape = _shapes.broadcast_shapes(_BINARY_NAMES[op], a.shape, b.shape)
     out = _empty(shape, a.dtype)
-    _run_binary(KE.binary, op, a, b, shape, out._data)
+    _run_binary(KE.BINARY, op, a, b, shape, out._data)
     return out
 
 
@@ -284,17 +284,19 @@ def add_into(acc, g):
         # binary_packed(ADD, acc, g, out=acc) would not (its output overlaps an input)
         KE.AXPY[acc.dtype.typecode](1.0, g._data, acc._data, len(acc._data))
     else:
-        _run_binary(KE.binary, KE.ADD, acc, g, acc.shape, acc._data)
+        _run_binary(KE.BINARY, KE.ADD, acc, g, acc.shape, acc._data)
 
 
-def _run_binary(kern, op, a, b, shape, out_data):
+def _run_binary(kernels, op, a, b, shape, out_data):
+    """kernels[typecode] (BINARY or COMPARE) on a and b broadcast to `shape`, into out_data."""
     sa = _shapes.broadcast_strides(a.shape, a._strides, shape)
     sb = _shapes.broadcast_strides(b.shape, b._strides, shape)
     shape4, st = _layout4(shape, sa, sb)
     if shape4 is None:
         a, b = _expand_to(a, shape), _expand_to(b, shape)
         shape4, st = (1, 1, 1, a.numel()), [(0, 0, 0, 1), (0, 0, 0, 1)]
-    kern(op, a._data, a._offset, *st[0], b._data, b._offset, *st[1], out_data, *shape4)
+    kernels[a.dtype.typecode](op, a._data, a._offset, *st[0], b._data, b._offset, *st[1],
+                              out_data, *shape4)
 
 
 _BINARY_NAMES = {KE.ADD: "add", KE.SUB: "sub", KE.MUL: "mul", KE.DIV: "div", KE.POW2: "pow",
@@ -431,7 +433,8 @@ class ScalarOp(Function):
             if shape4 is None:
                 x = _copy(x)
                 shape4, st = (1, 1, 1, x.numel()), [(0, 0, 0, 1)]
-            KE.binary_scalar(op, x._data, x._offset, *st[0], c, reverse, out._data, *shape4)
+            KE.BINARY_SCALAR[x.dtype.typecode](op, x._data, x._offset, *st[0], c, reverse,
+                                               out._data, *shape4)
         if ctx.needs_input_grad:
             ctx.op_name = _BINARY_NAMES[op].capitalize()
             if op == KE.DIV and reverse or op == KE.POW2:
@@ -607,7 +610,7 @@ def _compare(op, name, a, b):
         a, b = to_dtype(a, dt), to_dtype(b, dt)
     shape = _shapes.broadcast_shapes(name, a.shape, b.shape)
     out = _empty(shape, _bool)
-    _run_binary(KE.compare, op, a, b, shape, out._data)
+    _run_binary(KE.COMPARE, op, a, b, shape, out._data)
     return out
 
 
@@ -685,8 +688,8 @@ class Where(Function):
         if shape4 is None:
             cond, a, b = (_expand_to(t, shape) for t in (cond, a, b))
             shape4, st = (1, 1, 1, out.numel()), [(0, 0, 0, 1)] * 3
-        KE.where(cond._data, cond._offset, *st[0], a._data, a._offset, *st[1],
-                 b._data, b._offset, *st[2], out._data, *shape4)
+        KE.WHERE[a.dtype.typecode](cond._data, cond._offset, *st[0], a._data, a._offset,
+                                   *st[1], b._data, b._offset, *st[2], out._data, *shape4)
         return out
 
     @staticmethod
