@@ -298,3 +298,51 @@ def test_binary_function_apply_records_like_function_apply():
         assert op(b, b).grad_fn is None and not op(b, b).requires_grad
         with ta.no_grad():
             assert op(a, a).grad_fn is None
+
+
+# ---------------------------------------------------------------------------- fused linear
+
+
+def _linear_composed(x, w, b):
+    out = x @ w.transpose(0, 1)
+    return out if b is None else out + b
+
+
+LINEAR_CASES = {
+    "3d input with bias": lambda: (_r(2, 3, 4, seed=1), _r(5, 4, seed=2), _r(5, seed=3)),
+    "2d input, no bias": lambda: (_r(3, 4, seed=1), _r(5, 4, seed=2), None),
+    "1d input": lambda: (_r(4, seed=1), _r(5, 4, seed=2), _r(5, seed=3)),
+    "transposed input": lambda: (_r(4, 3, seed=1).T, _r(5, 4, seed=2), _r(5, seed=3)),
+    "weight and bias are slices (MHA's in_proj)": lambda: (
+        _r(2, 3, 4, seed=1), _r(12, 4, seed=2)[4:8], _r(12, seed=3)[4:8]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LINEAR_CASES))
+def test_fused_linear_matches_composed_ops(case):
+    x, w, b = (t if t is None else t.detach().requires_grad_() for t in LINEAR_CASES[case]())
+    fused = ta.nn.functional.linear(x, w, b)
+    assert fused.grad_fn.name() == "LinearBackward"
+    composed = _linear_composed(x, w, b)
+    assert_close(fused, composed, rtol=1e-12, atol=1e-12)
+    g = ta.randn(*fused.shape, dtype=ta.float64, generator=ta.Generator(4))
+    grads = []
+    for out in (fused, composed):
+        for t in (x, w, b):
+            if t is not None:
+                t.grad = None
+        out.backward(g)
+        grads.append([t.grad for t in (x, w, b) if t is not None])
+    for got, want in zip(*grads):
+        assert got.shape == want.shape and got._packed
+        assert_close(got, want, rtol=1e-12, atol=1e-12)
+    inputs = tuple(t for t in (x, w, b) if t is not None)
+    assert ta.autograd.gradcheck(lambda *ts: ta.nn.functional.linear(*ts), inputs)
+
+
+def test_fused_linear_keeps_the_composed_errors():
+    x = ta.randn(2, 4)
+    with pytest.raises(TypeError, match="matmul: both operands must have the same dtype"):
+        ta.nn.functional.linear(x, ta.randn(3, 4, dtype=ta.float64))
+    with pytest.raises(ValueError, match="linear: input has 4 features"):
+        ta.nn.functional.linear(x, ta.randn(3, 5))

@@ -1141,6 +1141,18 @@ class MatMul(BinaryFunction):
         return ga, gb
 
 
+def _matmul_raw(a, b):
+    """a @ b for 2-D a and b of one float dtype, no graph and no checks: the product inside
+    fused primitives (nn.functional's linear)."""
+    return MatMul.forward(None, a, b)
+
+
+def _transposed(t):
+    """The (n, m) transposed view of a 2-D tensor t (m, n), without graph."""
+    return _make(t._data, (t.shape[1], t.shape[0]), t.dtype, (t._strides[1], t._strides[0]),
+                 t._offset, False)
+
+
 def matmul(a, b):
     """Matrix product with torch.matmul's rules: 1-D @ 1-D is a dot product, a 1-D operand is
     treated as a row (left) or column (right) vector and that dim removed from the result, and

@@ -395,6 +395,17 @@ def axpy(alpha, x, out, n):
 
 
 @kernel
+def add_row_vector(out, v, rows, n):
+    """out[r, :] += v for each of `rows` contiguous rows of n (a bias added to every row)."""
+    O = as_array(out)
+    V = as_array(v)
+    for r in range(rows):
+        row = O[r * n:(r + 1) * n]
+        for j in range(n):
+            row[j] += V[j]
+
+
+@kernel
 def to_int(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0, n1, n2, n3):
     """Strided copy from a float view into an integer view, rounding toward zero (as a C cast)."""
     for i0 in range(n0):
@@ -413,6 +424,7 @@ UNARY_BACKWARD = by_typecode(unary_backward, "i f f T T T T i")
 BINARY_PACKED = by_typecode(binary_packed, "i T T T i")
 BINARY_SCALAR_PACKED = by_typecode(binary_scalar_packed, "i T S b T i")
 AXPY = by_typecode(axpy, "f T T i")
+ADD_ROW_VECTOR = by_typecode(add_row_vector, "T T i i")
 # ... and the strided kernels, keyed by their input buffers' typecode
 UNARY = by_typecode(unary, "i f f T i i i i i T i i i i")
 BINARY = by_typecode(binary, "i T i i i i i T i i i i i T i i i i")
