@@ -5,6 +5,7 @@ computes on the same inputs: kernel entry points by typecode vs numba's normal d
 elementwise kernels vs the strided ones, and matmul's direct layouts vs a plain triple loop
 (the vectorisable exp and the row-block softmax: test_exp_softmax.py).
 Runs compiled and with NUMBA_DISABLE_JIT=1 (where the entry points are the Python functions)."""
+import math
 import random
 from array import array
 
@@ -346,3 +347,32 @@ def test_fused_linear_keeps_the_composed_errors():
         ta.nn.functional.linear(x, ta.randn(3, 4, dtype=ta.float64))
     with pytest.raises(ValueError, match="linear: input has 4 features"):
         ta.nn.functional.linear(x, ta.randn(3, 5))
+
+
+# ---------------------------------------------------------------------------- attention context
+
+
+@pytest.mark.parametrize("transposed_keys", [False, True])
+def test_attention_context_matches_the_batched_product(transposed_keys):
+    """rnn_attention._Context (one node, kernels/context.py) against (B, 1, S) @ (B, S, C)."""
+    from tinyattn.nn.rnn_attention import _Context
+    B, S, C = 3, 5, 4
+    keys = _r(S, B, C, seed=1).transpose(0, 1) if transposed_keys else _r(B, S, C, seed=1)
+    keys = keys.detach().requires_grad_()
+    scores = _r(B, S, seed=2)
+    scores[1] = -math.inf  # a fully masked row: zero weights, zero context
+    w = scores.softmax(-1).detach().requires_grad_()
+    fused = _Context.apply(w, keys)
+    product = (w.unsqueeze(1) @ keys).squeeze(1)
+    assert_close(fused, product, rtol=1e-12, atol=1e-12)
+    assert fused.tolist()[1] == [0.0] * C
+    g = _r(B, C, seed=3)
+    grads = []
+    for out in (fused, product):
+        w.grad = keys.grad = None
+        out.backward(g)
+        grads.append((w.grad, keys.grad))
+    for got, want in zip(*grads):
+        assert_close(got, want, rtol=1e-12, atol=1e-12)
+    w2 = _r(B, S, seed=4).softmax(-1).requires_grad_()
+    assert ta.autograd.gradcheck(lambda a, k: _Context.apply(a, k), (w2, keys))

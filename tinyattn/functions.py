@@ -1602,9 +1602,14 @@ class Cat(Function):
     def backward(ctx, g):
         dim = ctx.inputs[0]
         grads, pos = [None], 0
+        step = g._strides[dim]
         for t, need in zip(ctx.inputs[1:], ctx.needs_input_grad[1:]):
             n = t.shape[dim]
-            grads.append(narrow(g, dim, pos, n) if need else None)
+            if need:  # narrow(g, dim, pos, n), made directly (backward records no graph)
+                grads.append(_make(g._data, g.shape[:dim] + (n,) + g.shape[dim + 1:], g.dtype,
+                                   g._strides, g._offset + pos * step))
+            else:
+                grads.append(None)
             pos += n
         return tuple(grads)
 
