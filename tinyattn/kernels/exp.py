@@ -20,9 +20,8 @@ there (~5-10 ns per element). Written as arithmetic, the same loop runs ~1 ns pe
 Result: within ~2 ulp of math.exp for every float64 (tests/test_exp_softmax.py compares them), inf
 above 709.78, 0 below -745.13, NaN for NaN.
 
-`exp_single` is the same with the series cut at r^7 / 7! (relative error < 1e-8, far below
-float32's 6e-8) and one scale factor (results below 1e-307 are 0, which float32 cannot hold
-anyway): ~35% less work, for kernels whose results are stored as float32.
+`exp_float32` (at the end) is the same plan in float32 arithmetic, for float32 data: twice the
+lanes per vector instruction.
 
 Step 1 and 4 need the bits of a float and the float of given bits. Compiled, those are one LLVM
 `bitcast` each (an `@intrinsic`); interpreted (NUMBA_DISABLE_JIT=1), the plain-Python twins below
@@ -31,6 +30,7 @@ do the same with `struct`, so both modes compute the same thing, and the tests c
 import math
 import struct
 
+import numba
 from numba import types
 from numba.extending import intrinsic, overload
 
@@ -124,30 +124,6 @@ def exp(x):
     return p * bits_float((k1 + 1023) << 52) * bits_float((k2 + 1023) << 52)
 
 
-@inline
-def exp_single(x):
-    """e^x to float32 accuracy (relative error < 1e-8), for results stored as float32."""
-    if x != x:
-        return x
-    if x > _X_MAX:
-        return math.inf
-    if x < -708.0:
-        return 0.0
-    kf = x * _LOG2E + _SHIFTER
-    k = float_bits(kf) - _SHIFTER_BITS  # round(x / ln 2), in [-1021, 1024]
-    kf = kf - _SHIFTER
-    r = (x - kf * _LN2_HI) - kf * _LN2_LO
-    p = 1.0 / 5040.0  # 1/7!, then Horner's rule down to 1 + r
-    p = p * r + 1.0 / 720.0
-    p = p * r + 1.0 / 120.0
-    p = p * r + 1.0 / 24.0
-    p = p * r + 1.0 / 6.0
-    p = p * r + 0.5
-    p = p * r + 1.0
-    p = p * r + 1.0
-    return p * bits_float((k + 1023) << 52)  # k = 1024 (x > 709.09) gives inf: > float32 max
-
-
 _SIGN_OFF = 0x7FFFFFFFFFFFFFFF
 
 
@@ -167,3 +143,82 @@ def order_key(x):
 def from_order_key(k):
     """The float64 whose order_key is k."""
     return bits_float(k ^ ((k >> 63) & _SIGN_OFF))
+
+
+# --------------------------------------------------------------------------- float32 arithmetic
+
+def float32_bits(x):
+    """The IEEE-754 bits of x rounded to float32, as a signed int32."""
+    return struct.unpack("<i", struct.pack("<f", x))[0]
+
+
+def bits_float32(i):
+    """The float32 (as a Python float) whose IEEE-754 bits are the int32 i."""
+    return struct.unpack("<f", struct.pack("<i", i))[0]
+
+
+@intrinsic
+def _float32_bits(typingctx, x):
+    if not isinstance(x, types.Float):
+        return None
+
+    def codegen(context, builder, signature, args):
+        value = context.cast(builder, args[0], signature.args[0], types.float32)
+        return builder.bitcast(value, context.get_value_type(types.int32))
+
+    return types.int32(x), codegen
+
+
+@intrinsic
+def _bits_float32(typingctx, i):
+    if not isinstance(i, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        value = context.cast(builder, args[0], signature.args[0], types.int32)
+        return builder.bitcast(value, context.get_value_type(types.float32))
+
+    return types.float32(i), codegen
+
+
+@overload(float32_bits)
+def _float32_bits_jit(x):
+    if isinstance(x, types.Float):
+        return lambda x: _float32_bits(x)
+
+
+@overload(bits_float32)
+def _bits_float32_jit(i):
+    if isinstance(i, types.Integer):
+        return lambda i: _bits_float32(i)
+
+
+# f32(c): c as a float32 constant in compiled code, so that float32 arithmetic stays float32 (a
+# plain literal is a float64 and would widen it); interpreted, Python floats are float64 anyway.
+f32 = float if numba.config.DISABLE_JIT else numba.float32
+
+
+@inline
+def exp_float32(x):
+    """e^x in float32 arithmetic, for float32 data: 16 lanes per AVX-512 instruction instead of
+    exp's 8. The same plan as `exp` at float32 precision (series to r^6 / 6!, error ~1 ulp of
+    float32), with results below ~2e-38 (x < -86.6, near the bottom of float32's normal range)
+    flushed to 0. x and the result are float32 in compiled code (float64 holding float32-accurate
+    values when interpreted)."""
+    if x != x:
+        return x
+    if x > f32(88.72):
+        return f32(math.inf)
+    if x < f32(-86.6):
+        return f32(0.0)
+    k = float32_bits(x * f32(1.4426950408889634) + f32(12582912.0)) - 0x4B400000  # round(x/ln 2)
+    kf = f32(k)
+    r = (x - kf * f32(0.693359375)) - kf * f32(-2.12194440e-4)  # ln 2 = hi + lo, hi exact * k
+    p = f32(1.0 / 720.0)
+    p = p * r + f32(1.0 / 120.0)
+    p = p * r + f32(1.0 / 24.0)
+    p = p * r + f32(1.0 / 6.0)
+    p = p * r + f32(0.5)
+    p = p * r + f32(1.0)
+    p = p * r + f32(1.0)
+    return p * bits_float32((k + 126) << 23) * f32(2.0)  # 2^(k-1) * 2: k = 128 stays finite

@@ -16,8 +16,8 @@ A NaN anywhere in a row makes the whole row NaN, as in PyTorch.
 Speed. The common case is softmax over the last dim (I = 1): each row is R contiguous numbers, and
 `softmax_rows_forward` / `_backward` work on a block of rows, so that the op layer can give half
 of the rows to each core. Inside a row every loop is written so that LLVM turns it into vector
-code: the exp is `exp.exp` (arithmetic, not a call into the C library; `exp_single` for float32
-buffers), rows are sliced out of the buffer and indexed from 0 (no negative-index check per
+code: the exp is `exp.exp` (arithmetic, not a call into the C library; float32 buffers are
+computed in float32 with `exp_float32`, twice the lanes), rows are sliced out of the buffer and indexed from 0 (no negative-index check per
 element), the sums may be reordered (`vector_kernel`), and the row maximum is an integer maximum
 over keys that order like the floats (`_row_max`). The general (O, R, I) kernels (softmax over an
 inner dim) keep the plain loops.
@@ -25,7 +25,7 @@ inner dim) keep the plain loops.
 import math
 
 from .buffers import as_array
-from .exp import exp, exp_single, from_order_key, order_key
+from .exp import exp, exp_float32, f32, from_order_key, order_key
 from .jit import by_typecode, vector_kernel
 
 
@@ -53,19 +53,22 @@ def _row_max(row, R):
 
 @vector_kernel
 def _exp_sum(row, y, m, R, single):
-    """y[r] = exp(row[r] - m), returning their sum. For float32 rows (`single`) exp_single, whose
-    error is below float32's rounding anyway, is enough."""
-    s = 0.0
+    """y[r] = exp(row[r] - m), returning their sum. float32 rows (`single`) are done in float32
+    arithmetic (exp_float32: 16 lanes per vector instruction instead of 8), which is as precise
+    as their storage anyway."""
     if single:
+        m32 = f32(m)
+        s32 = f32(0.0)
         for r in range(R):
-            e = exp_single(row[r] - m)
+            e = exp_float32(row[r] - m32)
             y[r] = e
-            s += e
-    else:
-        for r in range(R):
-            e = exp(row[r] - m)
-            y[r] = e
-            s += e
+            s32 += e
+        return s32
+    s = 0.0
+    for r in range(R):
+        e = exp(row[r] - m)
+        y[r] = e
+        s += e
     return s
 
 
@@ -87,6 +90,10 @@ def softmax_rows_forward(x, out, R, n0, n1, log, single):
             shift = m + math.log(s)
             for r in range(R):
                 y[r] = row[r] - shift
+        elif single:
+            inv32 = f32(1.0 / s)
+            for r in range(R):
+                y[r] *= inv32
         else:
             inv = 1.0 / s
             for r in range(R):
@@ -108,8 +115,9 @@ def softmax_rows_backward(g, y, out, R, n0, n1, log, single):
             for r in range(R):
                 s += gr[r]
             if single:  # exp(y) = softmax; exp(-inf) = 0 on masked rows
+                s32 = f32(s)
                 for r in range(R):
-                    d[r] = gr[r] - exp_single(yr[r]) * s
+                    d[r] = gr[r] - exp_float32(yr[r]) * s32
             else:
                 for r in range(R):
                     d[r] = gr[r] - exp(yr[r]) * s
