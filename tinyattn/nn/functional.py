@@ -108,8 +108,8 @@ class _LayerNorm(Function):
         rstd = _dt.zeros_buffer(_dt.float64, N)
         w = xp if weight is None else _f._packed(weight)
         b = xp if bias is None else _f._packed(bias)
-        KL.layer_norm_forward(xp._data, w._data, b._data, weight is not None, bias is not None,
-                              out._data, mean, rstd, N, D, float(eps))
+        KL.FORWARD[x.dtype.typecode](xp._data, w._data, b._data, weight is not None,
+                                     bias is not None, out._data, mean, rstd, N, D, float(eps))
         ctx.save_for_backward(xp, w)
         ctx.stats = (mean, rstd, N)
         return out
@@ -123,8 +123,8 @@ class _LayerNorm(Function):
         dx = _empty(x.shape, x.dtype)
         dw = _dt.zeros_buffer(_dt.float64, D)
         db = _dt.zeros_buffer(_dt.float64, D)
-        KL.layer_norm_backward(g._data, xp._data, w._data, weight is not None, mean, rstd,
-                               dx._data, dw, db, N, D)
+        KL.BACKWARD[x.dtype.typecode](g._data, xp._data, w._data, weight is not None, mean,
+                                      rstd, dx._data, dw, db, N, D)
         gw = gb = None
         if weight is not None and ctx.needs_input_grad[1]:
             gw = _make(array(weight.dtype.typecode, dw), weight.shape, weight.dtype)
