@@ -376,3 +376,25 @@ def test_attention_context_matches_the_batched_product(transposed_keys):
         assert_close(got, want, rtol=1e-12, atol=1e-12)
     w2 = _r(B, S, seed=4).softmax(-1).requires_grad_()
     assert ta.autograd.gradcheck(lambda a, k: _Context.apply(a, k), (w2, keys))
+
+
+# ---------------------------------------------------------------------------- fused dropout
+
+
+@pytest.mark.parametrize("dtype", [ta.float32, ta.float64])
+@pytest.mark.parametrize("p", [0.1, 0.5, 1.0])
+def test_fused_dropout_is_x_times_the_bernoulli_mask(dtype, p):
+    """nn.functional.dropout (one node, mask redrawn in backward) against x * bernoulli_mask with
+    the generator in the same state: the same numbers, bit for bit, and the same gradient."""
+    from tinyattn.creation import bernoulli_mask
+    x = (ta.randn(6, 7, dtype=dtype, generator=ta.Generator(1)) * 3).T  # a strided view
+    x.requires_grad_()
+    ta.manual_seed(123)
+    y = ta.nn.functional.dropout(x, p)
+    ta.manual_seed(123)
+    mask = bernoulli_mask(x.shape, p, dtype)
+    assert y.tolist() == (x.detach() * mask).tolist()
+    assert y.grad_fn.name() == "DropoutBackward"
+    g = ta.randn(*y.shape, dtype=dtype, generator=ta.Generator(2))
+    y.backward(g)
+    assert x.grad.tolist() == (g * mask).tolist()

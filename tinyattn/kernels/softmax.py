@@ -121,6 +121,12 @@ def softmax_rows_backward(g, y, out, R, n0, n1, log, single):
             else:
                 for r in range(R):
                     d[r] = gr[r] - exp(yr[r]) * s
+        elif single:  # float32 arithmetic for float32 rows, as in the forward
+            s32 = f32(0.0)
+            for r in range(R):
+                s32 += gr[r] * yr[r]
+            for r in range(R):
+                d[r] = yr[r] * (gr[r] - s32)
         else:
             for r in range(R):
                 s += gr[r] * yr[r]

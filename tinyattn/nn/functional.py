@@ -6,9 +6,10 @@ from array import array
 from .. import dtypes as _dt
 from .. import functions as _f
 from ..autograd import Function
-from ..creation import bernoulli_mask
+from ..random import default_generator
 from ..kernels import elementwise as KE
 from ..kernels import index as KI
+from ..kernels import random as KRand
 from ..kernels import layer_norm as KL
 from ..tensor import Tensor, _empty, _make
 
@@ -89,7 +90,37 @@ def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
         return input
     if not input.dtype.is_floating_point:
         raise TypeError(f"dropout: expected a floating-point tensor, got {input.dtype}")
-    return _f.mul(input, bernoulli_mask(input.shape, p, input.dtype))
+    return _Dropout.apply(input, float(p))
+
+
+class _Dropout(Function):
+    """y = x * m, m[i] = 1/(1-p) with probability 1-p, else 0;  dx = g * m.
+
+    The same numbers as x * bernoulli_mask(...) (the same draw from the same generator), as one
+    node: the random numbers are counter-based, so backward redraws m from the two keys instead
+    of keeping an x-sized mask tensor (kernels/random.py: dropout_apply)."""
+
+    op_name = "Dropout"
+
+    @staticmethod
+    def forward(ctx, x, p):
+        k1, k2 = default_generator.next_keys()
+        # the scale as a mask of x's dtype would store it (1/0.9 rounded to float32, say)
+        scale = array(x.dtype.typecode, [1.0 / (1.0 - p) if p < 1 else 0.0])[0]
+        x = _f._packed(x)
+        out = _empty(x.shape, x.dtype)
+        KRand.dropout_apply(x._data, out._data, len(out._data), k1, k2, p, scale)
+        if ctx.needs_input_grad:
+            ctx.draw = (k1, k2, p, scale)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        k1, k2, p, scale = ctx.draw
+        g = _f._packed(g)
+        dx = _empty(g.shape, g.dtype)
+        KRand.dropout_apply(g._data, dx._data, len(dx._data), k1, k2, p, scale)
+        return dx, None
 
 
 class _LayerNorm(Function):
