@@ -607,9 +607,10 @@ def main(argv=None):
                 tinyattn=ta.__version__, tinyattn_threads=threads.num_threads(),
                 torch=torch.__version__ if torch else None, torch_threads=2 if torch else None,
                 loadavg_start=os.getloadavg(), rounds=rounds)
-    print(f"tinyattn {ta.__version__} ({threads.num_threads()} threads) vs PyTorch "
-          f"{meta['torch'] or '(not installed)'} (2 threads) on {meta['cpu']}, "
-          f"{meta['cpu_count']} cores; load average {meta['loadavg_start'][0]:.2f}")
+    theirs = f"PyTorch {meta['torch']} (2 threads)" if torch else "PyTorch not installed"
+    print(f"tinyattn {ta.__version__} ({threads.num_threads()} threads) vs {theirs} on "
+          f"{meta['cpu']}, {meta['cpu_count']} cores; load average "
+          f"{meta['loadavg_start'][0]:.2f}")
     print(HEADER)
     print("-" * len(HEADER))
     res = Results()
