@@ -16,11 +16,11 @@ A NaN anywhere in a row makes the whole row NaN, as in PyTorch.
 Speed. The common case is softmax over the last dim (I = 1): each row is R contiguous numbers, and
 `softmax_rows_forward` / `_backward` work on a block of rows, so that the op layer can give half
 of the rows to each core. Inside a row every loop is written so that LLVM turns it into vector
-code: the exp is `exp.exp` (arithmetic, not a call into the C library; float32 buffers are
-computed in float32 with `exp_float32`, twice the lanes), rows are sliced out of the buffer and indexed from 0 (no negative-index check per
-element), the sums may be reordered (`vector_kernel`), and the row maximum is an integer maximum
-over keys that order like the floats (`_row_max`). The general (O, R, I) kernels (softmax over an
-inner dim) keep the plain loops.
+code: the exp is `exp.exp` (arithmetic, not a call into the C library; float32 rows are computed
+in float32 with `exp_float32`, twice the lanes), rows are sliced out of the buffer and indexed
+from 0 (no negative-index check per element), the sums may be reordered (`vector_kernel`), and
+the row maximum is an integer maximum over keys that order like the floats (`_row_max`). The
+general (O, R, I) kernels (softmax over an inner dim) keep the plain loops.
 """
 import math
 
