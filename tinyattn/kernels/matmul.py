@@ -28,6 +28,9 @@ How it is fast, from the inside out (the same plan as GotoBLAS/BLIS, in numba):
    micro-kernel always computes whole tiles; the valid part of an edge tile is copied out.
 4. Threads. Work is cut into units (a batch entry, or a block of its rows) which the cores share
    through ``threads.parallel_for``; each thread has its own scratch buffer.
+5. Fewer rows than a tile (M < 8, e.g. attention's context (B, 1, S) @ (B, S, C)): the tile would
+   be mostly padding, so ``_bmm_few_rows`` computes each row on its own, reading B in whichever
+   order is contiguous.
 
 Numerics: fp32 products are accumulated in fp32 in k order (with fused multiply-adds), as BLAS does;
 the error grows with K (roughly K * 2^-24 relative to sum |a||b|). ``bmm_reference`` accumulates in
@@ -402,10 +405,6 @@ def bmm(a, a_off, a_sb0, a_sb1, a_sm, a_sk,
     ``out`` is overwritten (its old contents are ignored); K == 0 gives zeros. Returns nothing.
     """
     typecode = a.typecode
-    kern = _compiled.get(typecode)
-    if kern is None:
-        ensure_compiled(typecode)
-        kern = _compiled[typecode]
     nbatch = nb0 * nb1
     if nbatch == 0 or M == 0 or N == 0:
         return
@@ -418,6 +417,10 @@ def bmm(a, a_off, a_sb0, a_sb1, a_sm, a_sk,
             _few_rows_threaded(kern, (a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0,
                                       b_sb1, b_sk, b_sn, out, nb1, M, N, K), nbatch)
         return
+    kern = _compiled.get(typecode)
+    if kern is None:
+        ensure_compiled(typecode)
+        kern = _compiled[typecode]
     if nbatch * M * N * K < PARALLEL_MIN_WORK or threads.num_threads() == 1:
         kern(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
              out, nb1, M, N, K, M, 0, nbatch, _scratch(typecode))
