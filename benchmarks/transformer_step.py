@@ -105,10 +105,8 @@ def time_tinyattn(steps, dropout, profile):
                 rest_median=statistics.median(t - m for t, m in zip(times, shares)), calls=calls)
 
 
-def time_torch(steps, dropout, threads=2):
-    import torch
-    torch.set_num_threads(threads)
-    torch.manual_seed(0)
+def torch_classifier(torch, dropout):
+    """The same classifier in PyTorch (the positional table comes from tinyattn's, as a buffer)."""
 
     class TorchClassifier(torch.nn.Module):
         def __init__(self):
@@ -126,7 +124,14 @@ def time_torch(steps, dropout, threads=2):
             x = self.pos_drop(self.embed(tokens) + self.pe)
             return self.head(self.encoder(x).mean(1))
 
-    model = TorchClassifier()
+    return TorchClassifier()
+
+
+def time_torch(steps, dropout, threads=2):
+    import torch
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    model = torch_classifier(torch, dropout)
     tokens = torch.randint(0, VOCAB, (B, T))
     labels = torch.randint(0, CLASSES, (B,))
 

@@ -65,3 +65,43 @@ def test_env_var_sets_thread_count(monkeypatch):
     finally:
         monkeypatch.delenv("TINYATTN_NUM_THREADS")
         threads.set_num_threads(old)
+
+
+def test_nested_and_concurrent_parallel_for_finish(two_threads):
+    """A parallel_for inside a block, or from a second thread while the workers are busy, runs
+    its blocks in its own thread instead of waiting for the workers (which would never come)."""
+    results = []
+    lock = threading.Lock()
+
+    def inner(start, stop):
+        with lock:
+            results.extend(range(start, stop))
+
+    def outer(start, stop):
+        for i in range(start, stop):
+            threads.parallel_for(lambda a, b, i=i: inner(100 * i + a, 100 * i + b), 4)
+
+    threads.parallel_for(outer, 6)
+    assert sorted(results) == sorted(100 * i + j for i in range(6) for j in range(4))
+
+    seen = []
+    callers = [threading.Thread(target=lambda k=k: threads.parallel_for(
+        lambda a, b: seen.extend([(k, a, b)]), 10)) for k in range(3)]
+    for t in callers:
+        t.start()
+    for t in callers:
+        t.join()
+    for k in range(3):
+        assert sorted(i for kk, a, b in seen if kk == k for i in range(a, b)) == list(range(10))
+
+
+def test_workers_survive_an_exception_and_a_resize(two_threads):
+    with pytest.raises(ValueError):
+        threads.parallel_for(lambda a, b: (_ for _ in ()).throw(ValueError("x")) if a else None, 4)
+    out = []
+    threads.parallel_for(lambda a, b: out.append((a, b)), 4)
+    assert sorted(out) == [(0, 2), (2, 4)]
+    threads.set_num_threads(3)
+    out.clear()
+    threads.parallel_for(lambda a, b: out.append((a, b)), 6)
+    assert sorted(out) == [(0, 2), (2, 4), (4, 6)]

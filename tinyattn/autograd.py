@@ -15,7 +15,10 @@ only after every node that uses its output -- a reverse topological order, found
 stack (not recursion: an RNN unrolled over thousands of steps would exceed Python's recursion
 limit). Each node's incoming gradients are summed before its own `backward` runs, because a tensor
 used twice receives one contribution per use (d(x*x)/dx = x + x). Leaves accumulate into `.grad`
-with `+=` across calls, which is why training loops call `zero_grad()` before each step.
+with `+=` across calls, which is why training loops call `zero_grad()` before each step. (Within
+one pass, a sum the engine allocated itself takes further contributions in place: nothing else
+can see it, and a tensor used at every step of a long loop would otherwise cost a new buffer per
+step. A `.grad` from an earlier call is never changed in place.)
 
 Second backward. As in PyTorch, `backward()` frees the tensors saved for backward as it goes; a
 second `backward()` through the same nodes raises unless the first passed `retain_graph=True`.
@@ -112,17 +115,24 @@ class Function:
 
     @classmethod
     def apply(cls, *args):
+        # This runs for every op, so it is written for speed: a plain loop that stops at the first
+        # input needing a gradient (most ops in evaluation and in optimizers find none).
         if _grad_enabled:
-            needs = tuple(a._requires_grad if isinstance(a, Tensor) else False for a in args)
-            if True in needs:
-                ctx = cls.__new__(cls)
-                ctx.inputs = args
-                ctx.needs_input_grad = needs
-                out = cls.forward(ctx, *args)
-                out._requires_grad = True
-                out.grad_fn = ctx
-                return out
+            for a in args:
+                if isinstance(a, Tensor) and a._requires_grad:
+                    return cls._apply_recording(args)
         return cls.forward(_NO_GRAPH, *args)
+
+    @classmethod
+    def _apply_recording(cls, args):
+        """forward, keeping this node (ctx) as the output's grad_fn."""
+        ctx = cls.__new__(cls)
+        ctx.inputs = args
+        ctx.needs_input_grad = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
+        out = cls.forward(ctx, *args)
+        out._requires_grad = True
+        out.grad_fn = ctx
+        return out
 
     def save_for_backward(self, *tensors):
         self.saved_tensors = tensors
@@ -141,6 +151,19 @@ class Function:
 
     def __repr__(self):
         return f"<{self.name()}>"
+
+
+class BinaryFunction(Function):
+    """A Function of exactly two Tensors (add, mul, matmul, ...: most ops of a training step).
+
+    Same behaviour as Function.apply, without its general loop over arguments: packing and
+    unpacking `*args` and testing each one costs about as much as a small op's kernel."""
+
+    @classmethod
+    def apply(cls, a, b):
+        if _grad_enabled and (a._requires_grad or b._requires_grad):
+            return cls._apply_recording((a, b))
+        return cls.forward(_NO_GRAPH, a, b)
 
 
 def _topological_order(root):
@@ -195,11 +218,17 @@ def backward(root, gradient=None, retain_graph=False):
         if root.grad_fn is None:  # a leaf: d(root)/d(root) = gradient
             _accumulate_leaf(root, gradient, gradient)
             return
+        from .functions import add_into
         grads = {root.grad_fn: gradient}
+        # Sums this pass allocated itself (id -> tensor): nothing else refers to them, so a third
+        # contribution can be added into them in place instead of allocating a new sum each time
+        # (the encoder outputs of a seq2seq model get one contribution per decoder step).
+        owned = {}
         for node in _topological_order(root.grad_fn):
             g = grads.pop(node, None)
             if g is None:  # no path from root carries a gradient here
                 continue
+            owned.pop(id(g), None)  # handed to backward: it may pass g on to several inputs
             if node.saved_tensors is _FREED:
                 raise RuntimeError(
                     f"backward: trying to backward through the graph a second time ({node.name()} "
@@ -223,22 +252,33 @@ def backward(root, gradient=None, retain_graph=False):
                         f"({gi.dtype}) for an input of shape {tuple(inp.shape)} ({inp.dtype})")
                 child = inp.grad_fn
                 if child is None:
-                    _accumulate_leaf(inp, gi, g)
+                    _accumulate_leaf(inp, gi, g, owned, add_into)
                 else:
                     prev_g = grads.get(child)
-                    grads[child] = gi if prev_g is None else prev_g + gi
+                    if prev_g is None:
+                        grads[child] = gi
+                    elif id(prev_g) in owned:
+                        add_into(prev_g, gi)
+                    else:
+                        total = prev_g + gi
+                        owned[id(total)] = total
+                        grads[child] = total
     finally:
         _grad_enabled = prev
 
 
-def _accumulate_leaf(leaf, gi, upstream):
+def _accumulate_leaf(leaf, gi, upstream, owned=None, add_into=None):
     # A backward formula may hand the upstream gradient itself to several inputs (a + b passes g
     # to both). Stored as-is, two leaves would share one .grad buffer and an in-place update of
     # one (clipping, zero_()) would change the other, so shared buffers are copied first.
     if leaf.grad is None:
         leaf.grad = gi.clone() if gi._data is upstream._data else gi
-    else:
+    elif owned is not None and id(leaf.grad) in owned:  # a sum made earlier in this pass
+        add_into(leaf.grad, gi)
+    else:  # out of place: a .grad the user may hold from an earlier backward stays as it was
         leaf.grad = leaf.grad + gi
+        if owned is not None:
+            owned[id(leaf.grad)] = leaf.grad
 
 
 def _ones_like(t):

@@ -23,12 +23,13 @@ from collections import namedtuple
 
 from . import _shapes
 from . import dtypes as _dt
-from .autograd import Function, is_grad_enabled
+from .autograd import BinaryFunction, Function, is_grad_enabled
 from .kernels import elementwise as KE
 from .kernels import index as KI
 from .kernels import matmul as KM
 from .kernels import reduce as KR
 from .kernels import softmax as KS
+from .kernels import threads as _threads
 from .tensor import Tensor, _empty, _make, _strides_for
 
 _float32, _float64, _int64, _bool = _dt.float32, _dt.float64, _dt.int64, _dt.bool
@@ -56,7 +57,9 @@ def _copy(t, dtype=None):
 
 def _copy_into(src, dst_data, dst_off, dst_strides):
     """Copy the elements of view `src` into the view (dst_data, dst_off, dst_strides) of equal shape."""
-    if src.dtype.is_floating_point and dst_data.typecode == "q":
+    if src.dtype.typecode == dst_data.typecode:
+        kern = KE.COPY_SAME[dst_data.typecode]
+    elif src.dtype.is_floating_point and dst_data.typecode == "q":
         kern = KE.to_int
     else:
         kern = KE.copy
@@ -137,16 +140,17 @@ class Unary(Function):
     def forward(ctx, x, op, p1, p2):
         out = _empty(x.shape, x.dtype)
         if x._packed:
-            KE.unary(op, p1, p2, x._data, 0, 0, 0, 0, 1, out._data, 1, 1, 1, x.numel())
+            KE.UNARY_PACKED[x.dtype.typecode](op, p1, p2, x._data, out._data, len(out._data))
         else:
             shape4, (xs,) = _shapes.kernel_layout(x.shape, x._strides)
             if len(shape4) != 4:
                 x = _copy(x)
                 shape4, xs = (1, 1, 1, x.numel()), (0, 0, 0, 1)
-            KE.unary(op, p1, p2, x._data, x._offset, *xs, out._data, *shape4)
-        ctx.op_name = _UNARY_NAMES[op]
-        ctx.save_for_backward(x, out.detach())
-        ctx.params = (op, p1, p2)
+            KE.UNARY[x.dtype.typecode](op, p1, p2, x._data, x._offset, *xs, out._data, *shape4)
+        if ctx.needs_input_grad:  # building a graph: keep what backward needs
+            ctx.op_name = _UNARY_NAMES[op]
+            ctx.save_for_backward(x, out.detach())
+            ctx.params = (op, p1, p2)
         return out
 
     @staticmethod
@@ -155,7 +159,8 @@ class Unary(Function):
         op, p1, p2 = ctx.params
         x, g = _packed(x), _packed(g)
         out = _empty(x.shape, x.dtype)
-        KE.unary_backward(op, p1, p2, g._data, x._data, y._data, out._data, x.numel())
+        KE.UNARY_BACKWARD[x.dtype.typecode](op, p1, p2, g._data, x._data, y._data, out._data,
+                                            len(out._data))
         return out, None, None, None
 
 
@@ -266,23 +271,34 @@ def _binary_forward(op, a, b):
     """out = a (op) b, broadcasting; a and b already have the same dtype."""
     if a.shape == b.shape and a._packed and b._packed:
         out = _empty(a.shape, a.dtype)
-        KE.binary(op, a._data, 0, 0, 0, 0, 1, b._data, 0, 0, 0, 0, 1, out._data, 1, 1, 1,
-                  out.numel())
+        KE.BINARY_PACKED[a.dtype.typecode](op, a._data, b._data, out._data, len(out._data))
         return out
     shape = _shapes.broadcast_shapes(_BINARY_NAMES[op], a.shape, b.shape)
     out = _empty(shape, a.dtype)
-    _run_binary(KE.binary, op, a, b, shape, out._data)
+    _run_binary(KE.BINARY, op, a, b, shape, out._data)
     return out
 
 
-def _run_binary(kern, op, a, b, shape, out_data):
+def add_into(acc, g):
+    """acc += g in place, for the autograd engine's own gradient sums: acc packed, g of the same
+    shape and dtype (any layout). Not an op: no graph, no checks."""
+    if g._packed:  # acc[i] += 1.0 * g[i] (exact): two buffers, so the loop vectorises, which
+        # binary_packed(ADD, acc, g, out=acc) would not (its output overlaps an input)
+        KE.AXPY[acc.dtype.typecode](1.0, g._data, acc._data, len(acc._data))
+    else:
+        _run_binary(KE.BINARY, KE.ADD, acc, g, acc.shape, acc._data)
+
+
+def _run_binary(kernels, op, a, b, shape, out_data):
+    """kernels[typecode] (BINARY or COMPARE) on a and b broadcast to `shape`, into out_data."""
     sa = _shapes.broadcast_strides(a.shape, a._strides, shape)
     sb = _shapes.broadcast_strides(b.shape, b._strides, shape)
     shape4, st = _layout4(shape, sa, sb)
     if shape4 is None:
         a, b = _expand_to(a, shape), _expand_to(b, shape)
         shape4, st = (1, 1, 1, a.numel()), [(0, 0, 0, 1), (0, 0, 0, 1)]
-    kern(op, a._data, a._offset, *st[0], b._data, b._offset, *st[1], out_data, *shape4)
+    kernels[a.dtype.typecode](op, a._data, a._offset, *st[0], b._data, b._offset, *st[1],
+                              out_data, *shape4)
 
 
 _BINARY_NAMES = {KE.ADD: "add", KE.SUB: "sub", KE.MUL: "mul", KE.DIV: "div", KE.POW2: "pow",
@@ -290,7 +306,7 @@ _BINARY_NAMES = {KE.ADD: "add", KE.SUB: "sub", KE.MUL: "mul", KE.DIV: "div", KE.
                  KE.FLOOR_DIVIDE: "floor_divide"}
 
 
-class Add(Function):
+class Add(BinaryFunction):
     """out = a + b;  da = g,  db = g  (each summed back to its input's shape)."""
 
     @staticmethod
@@ -305,7 +321,7 @@ class Add(Function):
         return (sum_to(g, a.shape) if na else None), (sum_to(g, b.shape) if nb else None)
 
 
-class Sub(Function):
+class Sub(BinaryFunction):
     """out = a - b;  da = g,  db = -g."""
 
     @staticmethod
@@ -319,7 +335,7 @@ class Sub(Function):
         return sum_to(g, a.shape), (sum_to(neg(g), b.shape) if nb else None)
 
 
-class Mul(Function):
+class Mul(BinaryFunction):
     """out = a * b;  da = g * b,  db = g * a."""
 
     @staticmethod
@@ -335,13 +351,14 @@ class Mul(Function):
                 sum_to(mul(g, a), b.shape) if nb else None)
 
 
-class Div(Function):
+class Div(BinaryFunction):
     """out = a / b;  da = g / b,  db = -g * a / b^2 = -g * out / b."""
 
     @staticmethod
     def forward(ctx, a, b):
         out = _binary_forward(KE.DIV, a, b)
-        ctx.save_for_backward(b, out.detach())
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(b, out.detach())
         return out
 
     @staticmethod
@@ -354,7 +371,7 @@ class Div(Function):
         return ga, gb
 
 
-class Pow(Function):
+class Pow(BinaryFunction):
     """out = a ** b;  da = g * b * a^(b-1),  db = g * out * log(a)  (0 where a <= 0)."""
 
     @staticmethod
@@ -375,7 +392,7 @@ class Pow(Function):
         return ga, gb
 
 
-class Maximum(Function):
+class Maximum(BinaryFunction):
     """out = max(a, b);  the gradient goes to the larger input (split in half on ties, as PyTorch)."""
 
     op = KE.MAXIMUM
@@ -411,17 +428,19 @@ class ScalarOp(Function):
     def forward(ctx, x, op, c, reverse):
         out = _empty(x.shape, x.dtype)
         if x._packed:
-            KE.binary_scalar(op, x._data, 0, 0, 0, 0, 1, c, reverse, out._data, 1, 1, 1,
-                             x.numel())
+            KE.BINARY_SCALAR_PACKED[x.dtype.typecode](op, x._data, c, reverse, out._data,
+                                                      len(out._data))
         else:
             shape4, st = _layout4(x.shape, x._strides)
             if shape4 is None:
                 x = _copy(x)
                 shape4, st = (1, 1, 1, x.numel()), [(0, 0, 0, 1)]
-            KE.binary_scalar(op, x._data, x._offset, *st[0], c, reverse, out._data, *shape4)
-        ctx.op_name = _BINARY_NAMES[op].capitalize()
-        if op == KE.DIV and reverse or op == KE.POW2:
-            ctx.save_for_backward(x, out.detach())
+            KE.BINARY_SCALAR[x.dtype.typecode](op, x._data, x._offset, *st[0], c, reverse,
+                                               out._data, *shape4)
+        if ctx.needs_input_grad:
+            ctx.op_name = _BINARY_NAMES[op].capitalize()
+            if op == KE.DIV and reverse or op == KE.POW2:
+                ctx.save_for_backward(x, out.detach())
         return out
 
     @staticmethod
@@ -591,7 +610,7 @@ def _compare(op, name, a, b):
         a, b = to_dtype(a, dt), to_dtype(b, dt)
     shape = _shapes.broadcast_shapes(name, a.shape, b.shape)
     out = _empty(shape, _bool)
-    _run_binary(KE.compare, op, a, b, shape, out._data)
+    _run_binary(KE.COMPARE, op, a, b, shape, out._data)
     return out
 
 
@@ -669,8 +688,8 @@ class Where(Function):
         if shape4 is None:
             cond, a, b = (_expand_to(t, shape) for t in (cond, a, b))
             shape4, st = (1, 1, 1, out.numel()), [(0, 0, 0, 1)] * 3
-        KE.where(cond._data, cond._offset, *st[0], a._data, a._offset, *st[1],
-                 b._data, b._offset, *st[2], out._data, *shape4)
+        KE.WHERE[a.dtype.typecode](cond._data, cond._offset, *st[0], a._data, a._offset,
+                                   *st[1], b._data, b._offset, *st[2], out._data, *shape4)
         return out
 
     @staticmethod
@@ -988,14 +1007,24 @@ class Softmax(Function):
 
     @staticmethod
     def forward(ctx, x, dim, log):
-        x = _packed(x)
+        if not x._packed:
+            x = _copy(x)
         shape = x.shape
-        O, R, I = _shapes.numel(shape[:dim]), shape[dim], _shapes.numel(shape[dim + 1:])
+        R = shape[dim]
         out = _empty(shape, x.dtype)
-        KS.softmax_forward(x._data, out._data, O, R, I, log)
-        ctx.op_name = "LogSoftmax" if log else "Softmax"
-        ctx.save_for_backward(out.detach())
-        ctx.layout = (O, R, I)
+        if dim == len(shape) - 1:  # the last dim: rows of R numbers (the common case)
+            O, I = (len(out._data) // R if R else 0), 1
+        else:
+            O, I = _shapes.numel(shape[:dim]), _shapes.numel(shape[dim + 1:])
+        tc = x.dtype.typecode
+        if I == 1 and len(out._data) < SOFTMAX_PARALLEL_MIN:  # small rows: one kernel call
+            KS.ROWS_FORWARD[tc](x._data, out._data, R, 0, O, log, tc == "f")
+        else:
+            _run_softmax(KS.ROWS_FORWARD, KS.FORWARD, tc, x._data, out._data, None, O, R, I, log)
+        if ctx.needs_input_grad:
+            ctx.op_name = "LogSoftmax" if log else "Softmax"
+            ctx.save_for_backward(out.detach())
+            ctx.layout = (O, R, I)
         return out
 
     @staticmethod
@@ -1003,20 +1032,40 @@ class Softmax(Function):
         (y,) = ctx.saved_tensors
         O, R, I = ctx.layout
         out = _empty(y.shape, y.dtype)
-        KS.softmax_backward(_packed(g)._data, y._data, out._data, O, R, I, ctx.inputs[2])
+        _run_softmax(KS.ROWS_BACKWARD, KS.BACKWARD, y.dtype.typecode, _packed(g)._data, y._data,
+                     out._data, O, R, I, ctx.inputs[2])
         return out, None, None
+
+
+# Softmax over the last dim of at least this many elements is split between the cores by rows:
+# handing half the rows to the other core costs ~20 us, a 32k-element softmax takes ~40 us.
+SOFTMAX_PARALLEL_MIN = 1 << 15
+
+
+def _run_softmax(rows_kernels, kernels, typecode, b1, b2, b3, O, R, I, log):
+    """Run a softmax kernel on buffers (x, out) (forward) or (g, y, out) (backward, b3 given)."""
+    buffers = (b1, b2) if b3 is None else (b1, b2, b3)
+    if I != 1:
+        kernels[typecode](*buffers, O, R, I, log)
+    elif O * R < SOFTMAX_PARALLEL_MIN or _threads.num_threads() == 1:
+        rows_kernels[typecode](*buffers, R, 0, O, log, typecode == "f")
+    else:
+        kern = rows_kernels[typecode]
+        single = typecode == "f"
+        _threads.parallel_for(lambda n0, n1: kern(*buffers, R, n0, n1, log, single), O,
+                              min_chunk=-(-SOFTMAX_PARALLEL_MIN // (2 * R)))
 
 
 def softmax(x, dim, dtype=None):
     """exp(x_i) / sum_j exp(x_j) along dim. A row that is entirely -inf gives zeros (PyTorch: NaN)."""
     x = _floating("softmax", x if dtype is None else to_dtype(x, _dt.get(dtype)))
-    return Softmax.apply(x, _shapes.normalize_dim("softmax", dim, x.ndim), False)
+    return Softmax.apply(x, _shapes.normalize_dim("softmax", dim, len(x.shape)), False)
 
 
 def log_softmax(x, dim, dtype=None):
     """x_i - log(sum_j exp(x_j)) along dim, without overflow for any logits."""
     x = _floating("log_softmax", x if dtype is None else to_dtype(x, _dt.get(dtype)))
-    return Softmax.apply(x, _shapes.normalize_dim("log_softmax", dim, x.ndim), True)
+    return Softmax.apply(x, _shapes.normalize_dim("log_softmax", dim, len(x.shape)), True)
 
 
 # ============================================================================ matmul
@@ -1032,7 +1081,7 @@ def _batch_layout(bshape, a, b):
     return shape[2:], sa[2:], sb[2:]
 
 
-class MatMul(Function):
+class MatMul(BinaryFunction):
     """out = a @ b over the last two dims, batch dims broadcast:  (..., M, K) @ (..., K, N).
 
     da = g @ b^T,  db = a^T @ g  (summed over broadcast batch dims). Transposes are views: the
@@ -1040,8 +1089,29 @@ class MatMul(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        M, K = a.shape[-2], a.shape[-1]
-        N = b.shape[-1]
+        sa, sb = a.shape, b.shape
+        M, K = sa[-2], sa[-1]
+        N = sb[-1]
+        # The common layouts go straight to the kernel (this op runs hundreds of times per step):
+        if len(sb) == 2 and (len(sa) == 2 or a._packed):
+            # x @ W (also a batch (..., M, K) @ (K, N) of packed x): one (rows, K) @ (K, N)
+            # product, so that W is packed once for all the rows, not once per batch entry.
+            out = _empty(sa[:-1] + (N,), a.dtype)
+            KM.bmm(a._data, a._offset, 0, 0, a._strides[-2], a._strides[-1],
+                   b._data, b._offset, 0, 0, b._strides[0], b._strides[1],
+                   out._data, 1, 1, len(out._data) // N if N else 0, N, K)
+            return out
+        if len(sa) == len(sb) and 3 <= len(sa) <= 4 and sa[:-2] == sb[:-2]:
+            # (B, M, K) @ (B, K, N) or (B, H, M, K) @ (B, H, K, N): attention's batched products;
+            # the kernel walks two batch dims with any strides (head-split and transposed views).
+            nb0, nb1 = (1, sa[0]) if len(sa) == 3 else sa[:2]
+            a0, a1 = (0, a._strides[0]) if len(sa) == 3 else a._strides[:2]
+            b0, b1 = (0, b._strides[0]) if len(sa) == 3 else b._strides[:2]
+            out = _empty(sa[:-2] + (M, N), a.dtype)
+            KM.bmm(a._data, a._offset, a0, a1, a._strides[-2], a._strides[-1],
+                   b._data, b._offset, b0, b1, b._strides[-2], b._strides[-1],
+                   out._data, nb0, nb1, M, N, K)
+            return out
         bshape = _shapes.broadcast_shapes("matmul", a.shape[:-2], b.shape[:-2])
         out = _empty(bshape + (M, N), a.dtype)
         lay = _batch_layout(bshape, a, b)
@@ -1071,6 +1141,18 @@ class MatMul(Function):
         return ga, gb
 
 
+def _matmul_raw(a, b):
+    """a @ b for 2-D a and b of one float dtype, no graph and no checks: the product inside
+    fused primitives (nn.functional's linear)."""
+    return MatMul.forward(None, a, b)
+
+
+def _transposed(t):
+    """The (n, m) transposed view of a 2-D tensor t (m, n), without graph."""
+    return _make(t._data, (t.shape[1], t.shape[0]), t.dtype, (t._strides[1], t._strides[0]),
+                 t._offset, False)
+
+
 def matmul(a, b):
     """Matrix product with torch.matmul's rules: 1-D @ 1-D is a dot product, a 1-D operand is
     treated as a row (left) or column (right) vector and that dim removed from the result, and
@@ -1078,11 +1160,16 @@ def matmul(a, b):
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError(f"matmul: expected two Tensors, got {type(a).__name__} and "
                         f"{type(b).__name__}")
-    if a.ndim == 0 or b.ndim == 0:
+    sa, sb = a.shape, b.shape
+    if len(sa) == 2 and len(sb) == 2 and sa[1] == sb[0] and a.dtype is b.dtype \
+            and a.dtype.is_floating_point:
+        return MatMul.apply(a, b)  # the common case, every check below passed
+    na, nb = len(sa), len(sb)
+    if na == 0 or nb == 0:
         raise RuntimeError(f"matmul: both arguments need at least 1 dimension, got shapes "
                            f"{tuple(a.shape)} and {tuple(b.shape)}")
     ka = a.shape[-1]
-    kb = b.shape[0] if b.ndim == 1 else b.shape[-2]
+    kb = b.shape[0] if nb == 1 else b.shape[-2]
     if ka != kb:
         raise ValueError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} are not aligned "
                          f"({ka} != {kb})")
@@ -1092,21 +1179,22 @@ def matmul(a, b):
     if not a.dtype.is_floating_point:
         raise TypeError(f"matmul: expected floating-point tensors, got {a.dtype} "
                         f"(tinyattn multiplies float32 and float64 matrices)")
-    if a.ndim >= 2 and b.ndim >= 2:
-        try:
-            _shapes.broadcast_shapes("matmul", a.shape[:-2], b.shape[:-2])
-        except ValueError:
-            raise ValueError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} have batch "
-                             f"dims {tuple(a.shape[:-2])} and {tuple(b.shape[:-2])} that cannot "
-                             f"be broadcast together") from None
+    if na >= 2 and nb >= 2:
+        if (na > 2 or nb > 2) and a.shape[:-2] != b.shape[:-2] and nb != 2:
+            try:
+                _shapes.broadcast_shapes("matmul", a.shape[:-2], b.shape[:-2])
+            except ValueError:
+                raise ValueError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} have "
+                                 f"batch dims {tuple(a.shape[:-2])} and {tuple(b.shape[:-2])} "
+                                 f"that cannot be broadcast together") from None
         return MatMul.apply(a, b)
-    a2 = unsqueeze(a, 0) if a.ndim == 1 else a
-    b2 = unsqueeze(b, -1) if b.ndim == 1 else b
+    a2 = unsqueeze(a, 0) if na == 1 else a
+    b2 = unsqueeze(b, -1) if nb == 1 else b
     out = MatMul.apply(a2, b2)
-    if b.ndim == 1:
+    if nb == 1:
         out = squeeze(out, -1)
-    if a.ndim == 1:
-        out = squeeze(out, -2 if b.ndim > 1 else -1)
+    if na == 1:
+        out = squeeze(out, -2 if nb > 1 else -1)
     return out
 
 
@@ -1514,9 +1602,14 @@ class Cat(Function):
     def backward(ctx, g):
         dim = ctx.inputs[0]
         grads, pos = [None], 0
+        step = g._strides[dim]
         for t, need in zip(ctx.inputs[1:], ctx.needs_input_grad[1:]):
             n = t.shape[dim]
-            grads.append(narrow(g, dim, pos, n) if need else None)
+            if need:  # narrow(g, dim, pos, n), made directly (backward records no graph)
+                grads.append(_make(g._data, g.shape[:dim] + (n,) + g.shape[dim + 1:], g.dtype,
+                                   g._strides, g._offset + pos * step))
+            else:
+                grads.append(None)
             pos += n
         return tuple(grads)
 

@@ -19,13 +19,15 @@ from . import autograd as _ag
 from . import dtypes as _dt
 
 
-def _strides_for(shape, _cache={}):
-    # Contiguous strides are recomputed for every new tensor; training reuses a few shapes, so cache.
-    s = _cache.get(shape)
+_STRIDES = {}  # shape -> contiguous strides: training reuses a few shapes, so they are cached
+
+
+def _strides_for(shape):
+    s = _STRIDES.get(shape)
     if s is None:
-        if len(_cache) > 4096:
-            _cache.clear()
-        s = _cache[shape] = _shapes.contiguous_strides(shape)
+        if len(_STRIDES) > 4096:
+            _STRIDES.clear()
+        s = _STRIDES[shape] = _shapes.contiguous_strides(shape)
     return s
 
 
@@ -260,8 +262,31 @@ def _make(data, shape, dtype, strides=None, offset=0, packed=None):
 
 
 def _empty(shape, dtype):
-    """A fresh packed tensor whose contents will be overwritten by a kernel."""
-    return _make(_dt.zeros_buffer(dtype, _shapes.numel(shape)), shape, dtype)
+    """A fresh packed tensor whose contents will be overwritten by a kernel.
+
+    `_make(zeros_buffer(dtype, numel(shape)), shape, dtype)`, written out: every op's output comes
+    from here, and at small sizes the function calls would cost more than the kernel's work."""
+    n = 1
+    for d in shape:
+        n *= d
+    strides = _STRIDES.get(shape)
+    if strides is None:
+        strides = _strides_for(shape)
+    t = _new_tensor(Tensor)
+    t._data = _ZERO_BUFFERS[dtype] * n
+    t.shape = shape
+    t.dtype = dtype
+    t._requires_grad = False
+    t.grad = None
+    t.grad_fn = None
+    t._strides = strides
+    t._offset = 0
+    t._packed = True
+    return t
+
+
+_new_tensor = Tensor.__new__
+_ZERO_BUFFERS = _dt._ZERO  # dtype -> a 1-element zero buffer; `buf * n` makes n zeros (fastest way)
 
 
 def _install_methods():

@@ -16,7 +16,9 @@ Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 import math
 
-from .jit import inline, kernel
+from .buffers import as_array
+from .exp import exp
+from .jit import by_typecode, inline, kernel
 
 # --- unary op codes (p1, p2 are optional float parameters) ---
 NEG, ABS, EXP, LOG, SQRT, TANH, SIGMOID, RELU, GELU, GELU_TANH, CLAMP, POW, SIN, COS = range(14)
@@ -26,13 +28,11 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _GELU_C = math.sqrt(2.0 / math.pi)
 
 
-_EXP_MAX = 709.0  # exp() of anything larger overflows a float64
-
-
 @inline
 def _exp(x):
-    # Interpreted Python raises OverflowError where compiled code gives inf: make both give inf.
-    return math.exp(x) if x < _EXP_MAX else math.inf
+    # exp.exp, not math.exp: arithmetic that loops can vectorise (math.exp is a libm call per
+    # element), and inf on overflow also when interpreted (math.exp raises OverflowError there).
+    return exp(x)
 
 
 @inline
@@ -57,11 +57,10 @@ def _pow(a, b):
 
 @inline
 def _sigmoid(x):
-    # Two branches so that exp() only ever sees a non-positive argument: no overflow, no inf/inf.
-    if x >= 0.0:
-        return 1.0 / (1.0 + _exp(-x))
-    e = _exp(x)
-    return e / (1.0 + e)
+    # exp() only ever sees a non-positive argument: no overflow, no inf/inf. One exp, then the
+    # formula for the sign of x (a select, not a branch, so loops over it still vectorise).
+    e = _exp(-abs(x))
+    return 1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e)
 
 
 @inline
@@ -143,10 +142,48 @@ def unary(op, p1, p2, x, x_off, xs0, xs1, xs2, xs3, out, n0, n1, n2, n3):
 
 
 @kernel
+def unary_packed(op, p1, p2, x, out, n):
+    """out = f(x) for a contiguous x of n elements: `unary` for the common case, with 6 arguments
+    instead of 14 (every argument costs time on every call, and at small sizes that is the cost).
+
+    The ops of a training step get loops of their own: a loop that tests `op` for every element
+    is not vectorised; a loop whose body is one formula handles 8-16 elements per instruction."""
+    if op == RELU:
+        for i in range(n):
+            out[i] = x[i] if x[i] > 0.0 else 0.0 * x[i]
+    elif op == EXP:
+        for i in range(n):
+            out[i] = _exp(x[i])
+    elif op == SIGMOID:
+        for i in range(n):
+            out[i] = _sigmoid(x[i])
+    elif op == NEG:
+        for i in range(n):
+            out[i] = -x[i]
+    else:
+        for i in range(n):
+            out[i] = _unary_value(op, x[i], p1, p2)
+
+
+@kernel
 def unary_backward(op, p1, p2, g, x, y, out, n):
-    """out = g * f'(x) for contiguous g, x, y = f(x) of n elements."""
-    for i in range(n):
-        out[i] = g[i] * _unary_derivative(op, x[i], y[i], p1, p2)
+    """out = g * f'(x) for contiguous g, x, y = f(x) of n elements (common ops in loops of their
+    own, as in unary_packed)."""
+    if op == RELU:
+        for i in range(n):
+            out[i] = g[i] * (1.0 if x[i] > 0.0 else 0.0)
+    elif op == EXP:
+        for i in range(n):
+            out[i] = g[i] * y[i]
+    elif op == SIGMOID:
+        for i in range(n):
+            out[i] = g[i] * (y[i] * (1.0 - y[i]))
+    elif op == TANH:
+        for i in range(n):
+            out[i] = g[i] * (1.0 - y[i] * y[i])
+    else:
+        for i in range(n):
+            out[i] = g[i] * _unary_derivative(op, x[i], y[i], p1, p2)
 
 
 # --- binary op codes ---
@@ -201,16 +238,60 @@ def _compare_value(op, a, b):
 
 @kernel
 def binary(op, a, a_off, as0, as1, as2, as3, b, b_off, bs0, bs1, bs2, bs3, out, n0, n1, n2, n3):
-    """out = a (op) b with broadcasting by zero strides; out contiguous (n0, n1, n2, n3)."""
+    """out = a (op) b with broadcasting by zero strides; out contiguous (n0, n1, n2, n3).
+
+    When both inputs' last dim is contiguous (a bias added to every row, say), each row is
+    handed to `binary_packed` as slices, whose loops vectorise."""
+    A, B, O = as_array(a), as_array(b), as_array(out)
     o = 0
     for i0 in range(n0):
         for i1 in range(n1):
             for i2 in range(n2):
                 pa = a_off + i0 * as0 + i1 * as1 + i2 * as2
                 pb = b_off + i0 * bs0 + i1 * bs1 + i2 * bs2
-                for i3 in range(n3):
-                    out[o + i3] = _binary_value(op, a[pa + i3 * as3], b[pb + i3 * bs3])
+                if as3 == 1 and bs3 == 1:
+                    binary_packed(op, A[pa:pa + n3], B[pb:pb + n3], O[o:o + n3], n3)
+                else:
+                    for i3 in range(n3):
+                        out[o + i3] = _binary_value(op, a[pa + i3 * as3], b[pb + i3 * bs3])
                 o += n3
+
+
+@kernel
+def binary_packed(op, a, b, out, n):
+    """out = a (op) b for contiguous a and b of the same n elements (no broadcasting): `binary`
+    for the common case, with 5 arguments instead of 18. add, sub and mul (gradient sums,
+    residuals, gates) get loops of their own, which vectorise (see unary_packed)."""
+    if op == ADD:
+        for i in range(n):
+            out[i] = a[i] + b[i]
+    elif op == MUL:
+        for i in range(n):
+            out[i] = a[i] * b[i]
+    elif op == SUB:
+        for i in range(n):
+            out[i] = a[i] - b[i]
+    else:
+        for i in range(n):
+            out[i] = _binary_value(op, a[i], b[i])
+
+
+@kernel
+def binary_scalar_packed(op, a, s, reverse, out, n):
+    """out = a (op) s, or s (op) a when `reverse`, for a contiguous a of n elements (x + c and
+    x * c in loops of their own, as in binary_packed)."""
+    if op == ADD:
+        for i in range(n):
+            out[i] = a[i] + s
+    elif op == MUL:
+        for i in range(n):
+            out[i] = a[i] * s
+    elif reverse:
+        for i in range(n):
+            out[i] = _binary_value(op, s, a[i])
+    else:
+        for i in range(n):
+            out[i] = _binary_value(op, a[i], s)
 
 
 @kernel
@@ -278,6 +359,26 @@ def copy(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0, n1, n
 
 
 @kernel
+def copy_same(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0, n1, n2, n3):
+    """`copy` between buffers of the same type: rows whose last dim is contiguous on both sides
+    are copied as slices (a loop LLVM turns into vector moves), the rest element by element."""
+    X, O = as_array(x), as_array(out)
+    for i0 in range(n0):
+        for i1 in range(n1):
+            for i2 in range(n2):
+                px = x_off + i0 * xs0 + i1 * xs1 + i2 * xs2
+                po = o_off + i0 * os0 + i1 * os1 + i2 * os2
+                if xs3 == 1 and os3 == 1:
+                    src = X[px:px + n3]
+                    dst = O[po:po + n3]
+                    for i3 in range(n3):
+                        dst[i3] = src[i3]
+                else:
+                    for i3 in range(n3):
+                        out[po + i3 * os3] = x[px + i3 * xs3]
+
+
+@kernel
 def fill(out, o_off, os0, os1, os2, os3, value, n0, n1, n2, n3):
     """Write `value` into every element of a strided view (`fill_`, `zero_`, masked writes)."""
     for i0 in range(n0):
@@ -296,6 +397,17 @@ def axpy(alpha, x, out, n):
 
 
 @kernel
+def add_row_vector(out, v, rows, n):
+    """out[r, :] += v for each of `rows` contiguous rows of n (a bias added to every row)."""
+    O = as_array(out)
+    V = as_array(v)
+    for r in range(rows):
+        row = O[r * n:(r + 1) * n]
+        for j in range(n):
+            row[j] += V[j]
+
+
+@kernel
 def to_int(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0, n1, n2, n3):
     """Strided copy from a float view into an integer view, rounding toward zero (as a C cast)."""
     for i0 in range(n0):
@@ -305,3 +417,20 @@ def to_int(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0, n1,
                 po = o_off + i0 * os0 + i1 * os1 + i2 * os2
                 for i3 in range(n3):
                     out[po + i3 * os3] = int(x[px + i3 * xs3])
+
+
+# The packed kernels by buffer typecode, called through their entry points (see jit.by_typecode):
+# the op library's hot paths, where numba's argument dispatch would cost as much as the loop.
+UNARY_PACKED = by_typecode(unary_packed, "i f f T T i")
+UNARY_BACKWARD = by_typecode(unary_backward, "i f f T T T T i")
+BINARY_PACKED = by_typecode(binary_packed, "i T T T i")
+BINARY_SCALAR_PACKED = by_typecode(binary_scalar_packed, "i T S b T i")
+AXPY = by_typecode(axpy, "f T T i")
+ADD_ROW_VECTOR = by_typecode(add_row_vector, "T T i i")
+# ... and the strided kernels, keyed by their input buffers' typecode
+UNARY = by_typecode(unary, "i f f T i i i i i T i i i i")
+BINARY = by_typecode(binary, "i T i i i i i T i i i i i T i i i i")
+BINARY_SCALAR = by_typecode(binary_scalar, "i T i i i i i S b T i i i i")
+COMPARE = by_typecode(compare, "i T i i i i i T i i i i i @B i i i i")
+WHERE = by_typecode(where, "@B i i i i i T i i i i i T i i i i i T i i i i")
+COPY_SAME = by_typecode(copy_same, "T i i i i i T i i i i i i i i i")

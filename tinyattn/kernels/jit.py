@@ -1,8 +1,10 @@
-"""The two decorators every kernel uses, so that all kernels are compiled the same way.
+"""The decorators every kernel uses, so that all kernels are compiled the same way, and `by_typecode`,
+the cheap way to call a kernel from the hot paths of the op library.
 
 - `kernel`: a compiled loop over flat buffers. ``cache=True`` keeps the machine code on disk between
   runs; ``nogil=True`` lets two kernels run at once on a thread pool; ``error_model="numpy"`` makes
   ``1/0`` give ``inf`` instead of a Python exception (and lets LLVM vectorise divisions).
+- `vector_kernel`: a kernel whose sums LLVM may reorder into vector registers (softmax, norms).
 - `inline`: a small scalar helper that numba pastes into the kernel calling it (no call overhead).
 
 With ``NUMBA_DISABLE_JIT=1`` both decorators return the plain Python function: the same loops run
@@ -11,9 +13,18 @@ interpreted, slowly, which is how the test-suite checks the compiled code agains
 A kernel defined where numba has no file to cache it next to (the interactive interpreter,
 ``exec()`` of a string, as the tour's snippets are run) is compiled without the disk cache.
 
+While kernels compile (the first run on a machine, or after a kernel changed), a one-line message
+says so on stderr: compiling all of them takes ~10-20 s, and a silent pause looks like a hang.
+Compiled code is cached on disk (``__pycache__``, or ``NUMBA_CACHE_DIR``), so later runs load it.
+
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
+import os
+import sys
+
+import numba
 from numba import njit
+from numba.core import event as _event
 
 
 def _njit(fn, **options):
@@ -29,5 +40,91 @@ def kernel(fn):
     return _njit(fn, nogil=True, error_model="numpy")
 
 
+def vector_kernel(fn):
+    """A `kernel` whose float sums may be added in any order (fastmath 'reassoc'), and whose
+    a * b + c may become one fused multiply-add ('contract').
+
+    A loop `s += x[i]` adds one element at a time, each addition waiting for the previous one; with
+    'reassoc' LLVM keeps several partial sums in a vector register and adds them up at the end --
+    8-16x faster, and rounded differently (the float sum of many numbers depends on the order;
+    either order is as accurate). NaN and inf keep their meaning (no 'nnan' / 'ninf' flags)."""
+    return _njit(fn, nogil=True, error_model="numpy", fastmath={"reassoc", "contract"})
+
+
 def inline(fn):
     return _njit(fn, inline="always", error_model="numpy")
+
+
+# --------------------------------------------------------------------------- calling kernels cheaply
+
+
+class by_typecode(dict):
+    """`table[typecode]` -> `kernel` compiled for buffers of that `array.array` typecode, as a
+    callable that skips numba's per-call type dispatch.
+
+    Why: calling a numba function first works out the numba type of every argument and looks up the
+    machine code for that combination; for an `array.array` that means asking for its buffer twice.
+    With three buffers and two ints that is ~0.6 us of a ~1 us call, and a training step of a small
+    model makes a few thousand such calls. The machine code for one signature (its "entry point")
+    takes the same arguments without that search: ~0.4 us. The price is that it trusts its caller:
+    a buffer of another typecode would be read as this one (garbage, not an error), so the op layer
+    always picks the table entry from the very buffers it passes.
+
+    `spec` gives the argument types, space-separated: ``i`` int64, ``f`` float64, ``b`` bool, ``S`` a
+    number of the table's kind (float64 for float buffers, int64 otherwise), ``T`` a buffer of the
+    table's typecode, and ``@B`` / ``@q`` / ``@d`` / ``@f`` a buffer of that fixed
+    typecode (bool / int64 / float64 / float32 outputs, index buffers). Interpreted
+    (``NUMBA_DISABLE_JIT=1``) every entry is the plain Python function: the fast path's twin.
+    """
+
+    def __init__(self, fn, spec):
+        super().__init__()
+        self.fn = fn
+        self.spec = spec.split()
+
+    def __missing__(self, typecode):
+        fn = self.fn
+        if isinstance(fn, numba.core.dispatcher.Dispatcher):
+            import array
+            args = []
+            for s in self.spec:
+                if s == "T" or s.startswith("@"):
+                    args.append(numba.typeof(array.array(typecode if s == "T" else s[1:])))
+                elif s == "S":
+                    args.append(numba.float64 if typecode in "fd" else numba.int64)
+                else:
+                    args.append({"i": numba.int64, "f": numba.float64, "b": numba.boolean}[s])
+            # compile() loads the signature from the disk cache when it is there; it returns the
+            # entry point, the same function numba's dispatcher calls once it has found it.
+            fn = fn.compile(tuple(args))
+        self[typecode] = fn
+        return fn
+
+
+# --------------------------------------------------------------------------- the compile message
+
+_said = False
+
+
+class _CompileMessage(_event.Listener):
+    """Prints one line the first time numba compiles anything of tinyattn's in this process (a
+    kernel found in the disk cache is loaded, not compiled, and says nothing)."""
+
+    def on_start(self, event):
+        global _said
+        if _said or os.environ.get("TINYATTN_QUIET_COMPILE") == "1":
+            return
+        disp = event.data.get("dispatcher") if isinstance(event.data, dict) else None
+        module = getattr(getattr(disp, "py_func", None), "__module__", "") or ""
+        if module.startswith("tinyattn"):
+            _said = True
+            print("tinyattn: compiling numba kernels for this machine (first run only, about "
+                  "10-20 s; the machine code is cached for the next runs) ...", file=sys.stderr,
+                  flush=True)
+
+    def on_end(self, event):
+        pass
+
+
+if not numba.config.DISABLE_JIT:
+    _event.register("numba:compile", _CompileMessage())

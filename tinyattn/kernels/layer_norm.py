@@ -17,58 +17,78 @@ Chapter 5 of the tour (docs/05-transformer.md) walks through this file.
 """
 import math
 
-from .jit import kernel
+from .buffers import as_array
+from .jit import by_typecode, vector_kernel
 
 
-@kernel
+# Rows are sliced out of the buffers and indexed from 0, the branches on has_w / has_b sit
+# outside the loops, and sums may be reordered (vector_kernel): so every loop vectorises.
+@vector_kernel
 def layer_norm_forward(x, w, b, has_w, has_b, out, mean, rstd, N, D, eps):
     """out = layer_norm(x) row by row; mean and rstd (N, float64) are kept for backward.
     w and b are read only when has_w / has_b (the caller passes some float buffer otherwise)."""
+    X, W, Bb, Y = as_array(x), as_array(w), as_array(b), as_array(out)
     for n in range(N):
-        base = n * D
+        xr = X[n * D:(n + 1) * D]
+        yr = Y[n * D:(n + 1) * D]
         s = 0.0
         for d in range(D):
-            s += x[base + d]
+            s += xr[d]
         mu = s / D
         v = 0.0
         for d in range(D):
-            c = x[base + d] - mu
+            c = xr[d] - mu
             v += c * c
         denom = math.sqrt(v / D + eps)
         r = 1.0 / denom if denom > 0.0 else math.inf
         mean[n] = mu
         rstd[n] = r
-        for d in range(D):
-            y = (x[base + d] - mu) * r
-            if has_w:
-                y = y * w[d]
-            if has_b:
-                y = y + b[d]
-            out[base + d] = y
+        if has_w and has_b:
+            for d in range(D):
+                yr[d] = (xr[d] - mu) * r * W[d] + Bb[d]
+        elif has_w:
+            for d in range(D):
+                yr[d] = (xr[d] - mu) * r * W[d]
+        elif has_b:
+            for d in range(D):
+                yr[d] = (xr[d] - mu) * r + Bb[d]
+        else:
+            for d in range(D):
+                yr[d] = (xr[d] - mu) * r
 
 
-@kernel
+@vector_kernel
 def layer_norm_backward(g, x, w, has_w, mean, rstd, dx, dw, db, N, D):
     """dx (N, D) from g and the saved mean / rstd; dw and db (D, float64, zeroed by the caller)
     accumulate over the rows."""
+    G, X, W, DX = as_array(g), as_array(x), as_array(w), as_array(dx)
+    DW, DB = as_array(dw), as_array(db)
     for n in range(N):
-        base = n * D
+        gr = G[n * D:(n + 1) * D]
+        xr = X[n * D:(n + 1) * D]
+        dxr = DX[n * D:(n + 1) * D]
         mu = mean[n]
         r = rstd[n]
         s_gy = 0.0
         s_gy_xhat = 0.0
         for d in range(D):
-            xhat = (x[base + d] - mu) * r
-            gd = g[base + d]
-            gy = gd * w[d] if has_w else gd
+            xhat = (xr[d] - mu) * r
+            gy = gr[d] * W[d] if has_w else gr[d]
             s_gy += gy
             s_gy_xhat += gy * xhat
-            dw[d] += gd * xhat
-            db[d] += gd
+            DW[d] += gr[d] * xhat
+            DB[d] += gr[d]
         m_gy = s_gy / D
         m_gy_xhat = s_gy_xhat / D
-        for d in range(D):
-            xhat = (x[base + d] - mu) * r
-            gd = g[base + d]
-            gy = gd * w[d] if has_w else gd
-            dx[base + d] = r * (gy - m_gy - xhat * m_gy_xhat)
+        if has_w:
+            for d in range(D):
+                xhat = (xr[d] - mu) * r
+                dxr[d] = r * (gr[d] * W[d] - m_gy - xhat * m_gy_xhat)
+        else:
+            for d in range(D):
+                xhat = (xr[d] - mu) * r
+                dxr[d] = r * (gr[d] - m_gy - xhat * m_gy_xhat)
+
+
+FORWARD = by_typecode(layer_norm_forward, "T T T b b T @d @d i i f")
+BACKWARD = by_typecode(layer_norm_backward, "T T T b @d @d T @d @d i i")

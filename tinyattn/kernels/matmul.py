@@ -28,6 +28,9 @@ How it is fast, from the inside out (the same plan as GotoBLAS/BLIS, in numba):
    micro-kernel always computes whole tiles; the valid part of an edge tile is copied out.
 4. Threads. Work is cut into units (a batch entry, or a block of its rows) which the cores share
    through ``threads.parallel_for``; each thread has its own scratch buffer.
+5. Fewer rows than a tile (M < 8, e.g. attention's context (B, 1, S) @ (B, S, C)): the tile would
+   be mostly padding, so ``_bmm_few_rows`` computes each row on its own, reading B in whichever
+   order is contiguous.
 
 Numerics: fp32 products are accumulated in fp32 in k order (with fused multiply-adds), as BLAS does;
 the error grows with K (roughly K * 2^-24 relative to sum |a||b|). ``bmm_reference`` accumulates in
@@ -52,6 +55,7 @@ from numba import njit
 
 from . import threads
 from .buffers import as_array, load, store
+from .jit import by_typecode, vector_kernel
 from ._microkernel import MR, NR
 from ._microkernel import micro_kernel as _micro_unrolled
 
@@ -255,6 +259,62 @@ def _bmm_blocked(a_buf, a_off, a_sb0, a_sb1, a_sm, a_sk,
 
 
 # ---------------------------------------------------------------------------------------------
+# Fewer rows than a tile: vector-matrix products
+# ---------------------------------------------------------------------------------------------
+
+@vector_kernel
+def _bmm_few_rows(a_buf, a_off, a_sb0, a_sb1, a_sm, a_sk,
+                  b_buf, b_off, b_sb0, b_sb1, b_sk, b_sn,
+                  out_buf, nb1, M, N, K, t0, t1):
+    """Batch entries t0 <= t < t1 of ``bmm`` (flattened over (nb0, nb1)) when M < MR.
+
+    With fewer than 8 rows the register tile would be mostly padding (attention's context
+    (B, 1, S) @ (B, S, C) has one row per entry), so each row of C is computed on its own, with
+    the loop order that reads B contiguously:
+
+    - rows of B contiguous (b_sn == 1):  C[i, :] = sum_p A[i, p] * B[p, :]    (axpy per p)
+    - columns of B contiguous (b_sk == 1, a transposed B like K^T) and A's rows contiguous:
+                                          C[i, j] = dot(A[i, :], B[:, j])      (one dot per j)
+    - anything else: the plain triple loop.
+    """
+    A = as_array(a_buf)
+    B = as_array(b_buf)
+    C = as_array(out_buf)
+    for t in range(t0, t1):
+        i0 = t // nb1
+        i1 = t - i0 * nb1
+        a_base = a_off + i0 * a_sb0 + i1 * a_sb1
+        b_base = b_off + i0 * b_sb0 + i1 * b_sb1
+        for i in range(M):
+            c_row = C[(t * M + i) * N:(t * M + i + 1) * N]
+            if b_sn == 1:
+                for j in range(N):
+                    c_row[j] = 0.0
+                for p in range(K):
+                    a_ip = A[a_base + i * a_sm + p * a_sk]
+                    b_row = B[b_base + p * b_sk:b_base + p * b_sk + N]
+                    for j in range(N):
+                        c_row[j] += a_ip * b_row[j]
+            elif b_sk == 1 and a_sk == 1:
+                a_row = A[a_base + i * a_sm:a_base + i * a_sm + K]
+                for j in range(N):
+                    b_col = B[b_base + j * b_sn:b_base + j * b_sn + K]
+                    s = 0.0
+                    for p in range(K):
+                        s += a_row[p] * b_col[p]
+                    c_row[j] = s
+            else:
+                for j in range(N):
+                    s = 0.0
+                    for p in range(K):
+                        s += A[a_base + i * a_sm + p * a_sk] * B[b_base + p * b_sk + j * b_sn]
+                    c_row[j] = s
+
+
+_few_rows = by_typecode(_bmm_few_rows, "T i i i i i T i i i i i T i i i i i i")
+
+
+# ---------------------------------------------------------------------------------------------
 # Compiling with the SLP vectoriser
 # ---------------------------------------------------------------------------------------------
 
@@ -276,8 +336,23 @@ def _slp_vectoriser():
         numba.config.SLP_VECTORIZE = old
 
 
-_compiled = set()       # typecodes whose kernels are compiled (or loaded from the cache)
+_compiled = {}          # typecode -> _bmm_blocked's machine code, once compiled (or loaded)
 _compile_lock = threading.Lock()
+
+
+class _CompiledWithSLP(by_typecode):
+    """by_typecode whose entries are always compiled with the SLP vectoriser on: whoever asks
+    first (ensure_compiled, a test, a benchmark), the micro-kernel gets its vector registers --
+    and the disk cache, which does not record compiler flags, never holds a slow copy."""
+
+    def __missing__(self, typecode):
+        with _slp_vectoriser():
+            return super().__missing__(typecode)
+
+
+# _bmm_blocked's machine code per typecode, called without numba's argument dispatch (its 21
+# arguments cost ~1 us to dispatch, as much as a small matmul): see jit.by_typecode.
+_blocked = _CompiledWithSLP(_bmm_blocked, "T i i i i i T i i i i i T i i i i i i i T")
 
 
 def ensure_compiled(typecode):
@@ -288,14 +363,7 @@ def ensure_compiled(typecode):
     with _compile_lock:
         if typecode in _compiled:
             return
-        if not numba.config.DISABLE_JIT:
-            with _slp_vectoriser():
-                # A 1 x 1 x 1 call makes numba compile this signature (or load it from the cache).
-                one = array.array(typecode, [1.0])
-                out = array.array(typecode, [0.0])
-                _bmm_blocked(one, 0, 0, 0, 1, 1, one, 0, 0, 0, 1, 1,
-                             out, 1, 1, 1, 1, 1, 0, 1, array.array(typecode, bytes(SCRATCH_SIZE * one.itemsize)))
-        _compiled.add(typecode)
+        _compiled[typecode] = _blocked[typecode]  # compiles, or loads from the disk cache
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,18 +407,34 @@ def bmm(a, a_off, a_sb0, a_sb1, a_sm, a_sk,
     ``out`` is overwritten (its old contents are ignored); K == 0 gives zeros. Returns nothing.
     """
     typecode = a.typecode
-    if typecode not in _compiled:
-        ensure_compiled(typecode)
     nbatch = nb0 * nb1
     if nbatch == 0 or M == 0 or N == 0:
         return
-    work = nbatch * M * N * K
-    if work < PARALLEL_MIN_WORK or threads.num_threads() == 1:
-        _bmm_blocked(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
-                     out, nb1, M, N, K, M, 0, nbatch, _scratch(typecode))
+    if M < MR:  # vector-matrix products: no tiles (see _bmm_few_rows)
+        kern = _few_rows[typecode]
+        if nbatch * M * N * K < PARALLEL_MIN_WORK:
+            kern(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
+                 out, nb1, M, N, K, 0, nbatch)
+        else:
+            _few_rows_threaded(kern, (a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0,
+                                      b_sb1, b_sk, b_sn, out, nb1, M, N, K), nbatch)
+        return
+    kern = _compiled.get(typecode)
+    if kern is None:
+        ensure_compiled(typecode)
+        kern = _compiled[typecode]
+    if nbatch * M * N * K < PARALLEL_MIN_WORK or threads.num_threads() == 1:
+        kern(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
+             out, nb1, M, N, K, M, 0, nbatch, _scratch(typecode))
         return
     _bmm_threaded(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
                   out, nbatch, nb1, M, N, K)
+
+
+def _few_rows_threaded(kern, args, nbatch):
+    # A function of its own: a lambda inside bmm would turn all of bmm's arguments into closure
+    # cells, which costs every call (~1 us), threaded or not.
+    threads.parallel_for(lambda t0, t1: kern(*args, t0, t1), nbatch)
 
 
 def _bmm_threaded(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
@@ -370,8 +454,10 @@ def _bmm_threaded(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_
     units = nbatch * (-(-M // rows_per_unit))
     typecode = a.typecode
 
+    kern = _compiled[typecode]
+
     def run(u0, u1):
-        _bmm_blocked(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
-                     out, nb1, M, N, K, rows_per_unit, u0, u1, _scratch(typecode))
+        kern(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
+             out, nb1, M, N, K, rows_per_unit, u0, u1, _scratch(typecode))
 
     threads.parallel_for(run, units)

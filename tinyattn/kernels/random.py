@@ -76,6 +76,15 @@ def bernoulli_scale(out, n, k1, k2, p, scale):
 
 
 @kernel
+def dropout_apply(x, out, n, k1, k2, p, scale):
+    """out[i] = x[i] * m[i], with m the mask bernoulli_scale draws for the same keys (the same
+    test, element by element), so dropout needs no mask tensor: backward redraws it. `scale`
+    comes rounded to x's dtype, as it would be stored in a mask of that dtype."""
+    for i in range(n):
+        out[i] = x[i] * (0.0 if (_bits(i, k1, k2) >> 8) * (1.0 / 16777216.0) < p else scale)
+
+
+@kernel
 def randperm(out, n, k1, k2):
     """A uniformly random permutation of 0..n-1 (Fisher-Yates, swapping from the end)."""
     for i in range(n):

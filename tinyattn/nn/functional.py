@@ -6,8 +6,10 @@ from array import array
 from .. import dtypes as _dt
 from .. import functions as _f
 from ..autograd import Function
-from ..creation import bernoulli_mask
+from ..random import default_generator
+from ..kernels import elementwise as KE
 from ..kernels import index as KI
+from ..kernels import random as KRand
 from ..kernels import layer_norm as KL
 from ..tensor import Tensor, _empty, _make
 
@@ -19,12 +21,62 @@ softmax = _f.softmax
 log_softmax = _f.log_softmax
 
 
+class _Linear(Function):
+    """y = x W^T + b as one graph node: x (*, in), W (out, in), b (out,) or None -> y (*, out).
+
+    forward: the rows of x, folded into one (N, in) matrix, times W^T (a transposed view that the
+    matmul kernel reads in place), then b added to every row.
+    backward, with g (*, out) folded into (N, out):
+        dx = g W   (N, in)        dW = g^T x   (out, in)        db = sum of g over the N rows
+    Composed from ops this was transpose + matmul + add forward and eight ops backward, and W's
+    gradient came out as a transposed view (which the optimizer then copied)."""
+
+    op_name = "Linear"
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        x = _f._packed(x)
+        n_out, n_in = weight.shape
+        N = x.numel() // n_in if n_in else _f._shapes.numel(x.shape[:-1])
+        x2 = _make(x._data, (N, n_in), x.dtype)
+        out = _f._matmul_raw(x2, _f._transposed(weight))  # (N, out)
+        if bias is not None:
+            b = _f._packed(bias)
+            KE.ADD_ROW_VECTOR[out.dtype.typecode](out._data, b._data, N, n_out)
+        if ctx.needs_input_grad:
+            ctx.x2 = x2
+        return _make(out._data, x.shape[:-1] + (n_out,), out.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight, bias = ctx.inputs
+        need_x, need_w, need_b = ctx.needs_input_grad
+        x2 = ctx.x2
+        g2 = _make(_f._packed(g)._data, (x2.shape[0], weight.shape[0]), g.dtype)  # (N, out)
+        dx = dw = db = None
+        if need_x:
+            dx = _make(_f._matmul_raw(g2, weight)._data, x.shape, x.dtype)
+        if need_w:
+            dw = _f._matmul_raw(_f._transposed(g2), x2)  # (out, in)
+        if need_b:
+            db = _f._sum(g2, (0,), keepdim=False)
+        return dx, dw, db
+
+
 def linear(input, weight, bias=None):  # noqa: A002 - PyTorch's argument names
-    """y = x W^T + b, x (*, in_features), W (out_features, in_features), b (out_features)."""
+    """y = x W^T + b, x (*, in_features), W (out_features, in_features), b (out_features).
+
+    One fused node (_Linear) for the usual case; anything unusual (mixed dtypes, a 1-D weight)
+    takes the composed path, whose ops raise the errors."""
     if input.shape[-1:] != weight.shape[-1:]:
         raise ValueError(f"linear: input has {input.shape[-1] if input.ndim else 0} features "
                          f"(shape {tuple(input.shape)}) but the weight of shape "
                          f"{tuple(weight.shape)} expects {weight.shape[-1]}")
+    dt = input.dtype
+    if len(weight.shape) == 2 and len(input.shape) >= 1 and weight.dtype is dt and \
+            dt.is_floating_point and (bias is None or (bias.dtype is dt and
+                                                      bias.shape == weight.shape[:1])):
+        return _Linear.apply(input, weight, bias)
     out = _f.matmul(input, _f.transpose(weight, 0, 1) if weight.ndim == 2 else weight)
     return out if bias is None else _f.add(out, bias)
 
@@ -38,7 +90,37 @@ def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
         return input
     if not input.dtype.is_floating_point:
         raise TypeError(f"dropout: expected a floating-point tensor, got {input.dtype}")
-    return _f.mul(input, bernoulli_mask(input.shape, p, input.dtype))
+    return _Dropout.apply(input, float(p))
+
+
+class _Dropout(Function):
+    """y = x * m, m[i] = 1/(1-p) with probability 1-p, else 0;  dx = g * m.
+
+    The same numbers as x * bernoulli_mask(...) (the same draw from the same generator), as one
+    node: the random numbers are counter-based, so backward redraws m from the two keys instead
+    of keeping an x-sized mask tensor (kernels/random.py: dropout_apply)."""
+
+    op_name = "Dropout"
+
+    @staticmethod
+    def forward(ctx, x, p):
+        k1, k2 = default_generator.next_keys()
+        # the scale as a mask of x's dtype would store it (1/0.9 rounded to float32, say)
+        scale = array(x.dtype.typecode, [1.0 / (1.0 - p) if p < 1 else 0.0])[0]
+        x = _f._packed(x)
+        out = _empty(x.shape, x.dtype)
+        KRand.dropout_apply(x._data, out._data, len(out._data), k1, k2, p, scale)
+        if ctx.needs_input_grad:
+            ctx.draw = (k1, k2, p, scale)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        k1, k2, p, scale = ctx.draw
+        g = _f._packed(g)
+        dx = _empty(g.shape, g.dtype)
+        KRand.dropout_apply(g._data, dx._data, len(dx._data), k1, k2, p, scale)
+        return dx, None
 
 
 class _LayerNorm(Function):
@@ -57,8 +139,8 @@ class _LayerNorm(Function):
         rstd = _dt.zeros_buffer(_dt.float64, N)
         w = xp if weight is None else _f._packed(weight)
         b = xp if bias is None else _f._packed(bias)
-        KL.layer_norm_forward(xp._data, w._data, b._data, weight is not None, bias is not None,
-                              out._data, mean, rstd, N, D, float(eps))
+        KL.FORWARD[x.dtype.typecode](xp._data, w._data, b._data, weight is not None,
+                                     bias is not None, out._data, mean, rstd, N, D, float(eps))
         ctx.save_for_backward(xp, w)
         ctx.stats = (mean, rstd, N)
         return out
@@ -72,8 +154,8 @@ class _LayerNorm(Function):
         dx = _empty(x.shape, x.dtype)
         dw = _dt.zeros_buffer(_dt.float64, D)
         db = _dt.zeros_buffer(_dt.float64, D)
-        KL.layer_norm_backward(g._data, xp._data, w._data, weight is not None, mean, rstd,
-                               dx._data, dw, db, N, D)
+        KL.BACKWARD[x.dtype.typecode](g._data, xp._data, w._data, weight is not None, mean,
+                                      rstd, dx._data, dw, db, N, D)
         gw = gb = None
         if weight is not None and ctx.needs_input_grad[1]:
             gw = _make(array(weight.dtype.typecode, dw), weight.shape, weight.dtype)

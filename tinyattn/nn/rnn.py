@@ -30,7 +30,7 @@ from array import array
 
 from .. import dtypes as _dt
 from .. import functions as _f
-from ..autograd import Function, no_grad
+from ..autograd import Function
 from ..creation import empty, zeros
 from ..kernels import rnn as KR
 from ..tensor import Tensor, _empty, _make
@@ -44,11 +44,12 @@ def _rows(t, offset, shape):
     return _make(t._data, shape, t.dtype, (shape[1], 1), offset)
 
 
-def _bias_buffers(b_ih, b_hh, dtype):
+def _bias_buffers(b_ih, b_hh, dtype, H):
+    """The two bias buffers (3H) for the step kernel; zeros for a GRU without biases."""
     if b_ih is None:
-        dummy = _dt.zeros_buffer(dtype, 1)
-        return dummy, dummy, False
-    return _f._packed(b_ih)._data, _f._packed(b_hh)._data, True
+        zeros3h = _dt.zeros_buffer(dtype, 3 * H)
+        return zeros3h, zeros3h
+    return _f._packed(b_ih)._data, _f._packed(b_hh)._data
 
 
 class _GRUSequence(Function):
@@ -67,17 +68,16 @@ class _GRUSequence(Function):
         dt = gi.dtype
         hs = _empty((T, B, H), dt)
         ws = _empty((T, B, 4 * H), dt)
-        bi, bh, has_bias = _bias_buffers(b_ih, b_hh, dt)
+        bi, bh = _bias_buffers(b_ih, b_hh, dt, H)
         lens, has_len = (lengths, True) if lengths is not None else (array("q", [0]), False)
-        w_hh_t = _f.transpose(w_hh.detach(), 0, 1)  # (H, 3H), a view
-        h = _f._packed(h0.detach())  # the state entering the step: h0, then a row block of hs
-        with no_grad():
-            for t in (range(T - 1, -1, -1) if reverse else range(T)):
-                gh = _f.matmul(h, w_hh_t)  # (B, 3H)
-                KR.gru_step_forward(gi._data, t * B * H3, gh._data, h._data, h._offset, bi, bh,
-                                    has_bias, lens, has_len, t, hs._data, t * B * H, ws._data,
-                                    t * B * 4 * H, B, H)
-                h = _rows(hs, t * B * H, (B, H))
+        w_hh_t = _f._transposed(w_hh)  # (H, 3H), a view
+        h = _f._packed(h0)  # the state entering the step: h0, then a row block of hs
+        for t in (range(T - 1, -1, -1) if reverse else range(T)):
+            gh = _f._matmul_raw(h, w_hh_t)  # (B, 3H)
+            KR.gru_step_forward(gi._data, t * B * H3, gh._data, h._data, h._offset, bi, bh,
+                                lens, has_len, t, hs._data, t * B * H, ws._data,
+                                t * B * 4 * H, B, H)
+            h = _rows(hs, t * B * H, (B, H))
         ctx.ws = ws
         ctx.hs = hs.detach()  # not hs itself: a node must not point to its own output
         return hs
@@ -96,7 +96,7 @@ class _GRUSequence(Function):
         dgh = _empty((T, B, H3), dt)
         carry = _empty((B, H), dt)  # dL/dh along the direct path h_{t-1} -> h_t
         m = carry  # dL/dh along the path through h W_hh^T (none before the first step back)
-        w = w_hh.detach()
+        w = w_hh
         order = range(T) if reverse else range(T - 1, -1, -1)  # the forward order, reversed
         first = True
         for t in order:
@@ -105,7 +105,7 @@ class _GRUSequence(Function):
             KR.gru_step_backward(g._data, t * B * H, True, carry._data, m._data, not first,
                                  h_prev._data, h_prev._offset, ws._data, t * B * 4 * H, lens,
                                  has_len, t, dgi._data, t * B * H3, dgh._data, t * B * H3, B, H)
-            m = _f.matmul(_rows(dgh, t * B * H3, (B, H3)), w)  # (B, H)
+            m = _f._matmul_raw(_rows(dgh, t * B * H3, (B, H3)), w)  # (B, H)
             first = False
         dh0 = _f.add(carry, m) if T else carry
         # Every step used the same W_hh: its gradient sums dgh_t^T h_{t-1} over t -- one matmul
@@ -115,11 +115,11 @@ class _GRUSequence(Function):
         else:
             prev_states = _f.cat([_f.unsqueeze(h0, 0), _f.narrow(hs, 0, 0, T - 1)], 0)
         dgh2 = _f.reshape(dgh, (T * B, H3))
-        dw_hh = _f.matmul(_f.transpose(dgh2, 0, 1), _f.reshape(prev_states, (T * B, H)))
+        dw_hh = _f._matmul_raw(_f._transposed(dgh2), _f.reshape(prev_states, (T * B, H)))
         db_ih = db_hh = None
         if b_ih is not None:
-            db_ih = _f.sum(_f.reshape(dgi, (T * B, H3)), 0)
-            db_hh = _f.sum(dgh2, 0)
+            db_ih = _f._sum(_f.reshape(dgi, (T * B, H3)), (0,), False)
+            db_hh = _f._sum(dgh2, (0,), False)
         return dgi, dh0, dw_hh, db_ih, db_hh, None, None
 
 
@@ -138,14 +138,13 @@ class _GRUCell(Function):
     def forward(ctx, x, h, w_ih, w_hh, b_ih, b_hh):
         B, H = h.shape
         dt = x.dtype
-        with no_grad():
-            gi = _f.matmul(x, _f.transpose(w_ih, 0, 1))  # (B, 3H)
-            gh = _f.matmul(h, _f.transpose(w_hh, 0, 1))  # (B, 3H)
-        h = _f._packed(h.detach())
-        bi, bh, has_bias = _bias_buffers(b_ih, b_hh, dt)
+        gi = _f._matmul_raw(x, _f._transposed(w_ih))  # (B, 3H)
+        gh = _f._matmul_raw(h, _f._transposed(w_hh))  # (B, 3H)
+        h = _f._packed(h)
+        bi, bh = _bias_buffers(b_ih, b_hh, dt, H)
         out = _empty((B, H), dt)
         ws = _empty((B, 4 * H), dt)
-        KR.gru_step_forward(gi._data, 0, gh._data, h._data, 0, bi, bh, has_bias,
+        KR.gru_step_forward(gi._data, 0, gh._data, h._data, 0, bi, bh,
                             array("q", [0]), False, 0, out._data, 0, ws._data, 0, B, H)
         ctx.ws = ws
         ctx.h = h
@@ -165,12 +164,16 @@ class _GRUCell(Function):
         KR.gru_step_backward(g._data, 0, True, dh._data, dh._data, False, h._data, 0,
                              ctx.ws._data, 0, array("q", [0]), False, 0, dgi._data, 0, dgh._data,
                              0, B, H)
-        dx = _f.matmul(dgi, w_ih.detach()) if need_x else None
-        dh = _f.add(dh, _f.matmul(dgh, w_hh.detach())) if need_h else None
-        dw_ih = _f.matmul(_f.transpose(dgi, 0, 1), x.detach()) if need_wih else None
-        dw_hh = _f.matmul(_f.transpose(dgh, 0, 1), h) if need_whh else None
-        db_ih = _f.sum(dgi, 0) if b_ih is not None else None
-        db_hh = _f.sum(dgh, 0) if b_hh is not None else None
+        # The products and sums below are raw kernels (backward builds no graph anyway).
+        dx = _f._matmul_raw(dgi, w_ih) if need_x else None
+        if need_h:
+            _f.add_into(dh, _f._matmul_raw(dgh, w_hh))  # dh is ours: add in place
+        else:
+            dh = None
+        dw_ih = _f._matmul_raw(_f._transposed(dgi), x) if need_wih else None
+        dw_hh = _f._matmul_raw(_f._transposed(dgh), h) if need_whh else None
+        db_ih = _f._sum(dgi, (0,), False) if b_ih is not None else None
+        db_hh = _f._sum(dgh, (0,), False) if b_hh is not None else None
         return dx, dh, dw_ih, dw_hh, db_ih, db_hh
 
 

@@ -30,6 +30,7 @@ from .. import dtypes as _dt
 from .. import functions as _f
 from ..autograd import Function
 from ..kernels import additive_attention as KA
+from ..kernels import context as KC
 from ..tensor import Tensor, _empty
 from .linear import Linear
 from .module import Module
@@ -74,7 +75,7 @@ class _AdditiveScore(Function):
         B, S, A = t.shape
         dpk = _empty((B, S, A), t.dtype)
         dq = _empty((B, A), t.dtype)
-        dv = _empty((A,), t.dtype)
+        dv = _empty(v.shape, t.dtype)  # (A,), or (1, A): v.weight of a Linear(A, 1)
         KA.additive_score_backward(_f._packed(g)._data, t._data, v._data, B, S, A, dpk._data,
                                    dq._data, dv._data)
         return dpk, dq, dv
@@ -86,8 +87,44 @@ def additive_score(projected_keys, projected_query, v):
     if pk.ndim != 3 or q.shape != (pk.shape[0], pk.shape[2]) or v.shape != (pk.shape[2],):
         raise ValueError(f"additive_score: expected projected keys (B, S, A), query (B, A) and v "
                          f"(A,), got {tuple(pk.shape)}, {tuple(q.shape)} and {tuple(v.shape)}")
+    return _additive_score(pk, q, v)
+
+
+def _additive_score(pk, q, v):
+    """additive_score without its shape checks; v may also be (1, A) (a Linear's weight, used
+    as it is rather than through a reshape node at every decoder step)."""
     dt = _dt.promote_types(_dt.promote_types(pk.dtype, q.dtype), v.dtype)
     return _AdditiveScore.apply(_f.to_dtype(pk, dt), _f.to_dtype(q, dt), _f.to_dtype(v, dt))
+
+
+class _Context(Function):
+    """context[b] = sum_s weights[b, s] keys[b, s] as one node: weights (B, S), keys (B, S, C)
+    -> (B, C). d weights[b, s] = g[b] . keys[b, s],  d keys[b, s] = weights[b, s] g[b]
+    (kernels/context.py). The same as the (B, 1, S) @ (B, S, C) product, minus its views."""
+
+    op_name = "Context"
+
+    @staticmethod
+    def forward(ctx, weights, keys):
+        B, S, C = keys.shape
+        w = _f._packed(weights)
+        out = _empty((B, C), keys.dtype)
+        KC.FORWARD[keys.dtype.typecode](w._data, keys._data, keys._offset, keys._strides[0],
+                                        keys._strides[1], out._data, B, S, C)
+        if ctx.needs_input_grad:
+            ctx.w = w
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        weights, keys = ctx.inputs
+        B, S, C = keys.shape
+        dw = _empty((B, S), keys.dtype)
+        dk = _empty((B, S, C), keys.dtype)
+        KC.BACKWARD[keys.dtype.typecode](_f._packed(g)._data, ctx.w._data, keys._data,
+                                         keys._offset, keys._strides[0], keys._strides[1],
+                                         dw._data, dk._data, B, S, C)
+        return dw, dk
 
 
 def _weigh_keys(scores, keys, key_padding_mask):
@@ -97,7 +134,10 @@ def _weigh_keys(scores, keys, key_padding_mask):
     if key_padding_mask is not None:
         scores = _f.masked_fill(scores, key_padding_mask, -math.inf)
     weights = _f.softmax(scores, -1)  # (B, S); an all -inf row gives zeros
-    context = _f.squeeze(_f.matmul(_f.unsqueeze(weights, 1), keys), 1)  # (B, 1, S) @ (B, S, H)
+    if weights.dtype is keys.dtype and keys._strides[2] == 1:
+        context = _Context.apply(weights, keys)  # sum_s weights[:, s] keys[:, s]: fused
+    else:  # the same as a batched product: (B, 1, S) @ (B, S, H)
+        context = _f.squeeze(_f.matmul(_f.unsqueeze(weights, 1), keys), 1)
     return context, weights
 
 
@@ -128,7 +168,7 @@ class AdditiveAttention(Module):
         pk = self.precompute_keys(keys) if projected_keys is None else projected_keys  # (B, S, A)
         q = self.query_proj(query)  # (B, A)
         # v^T tanh(U h_s + W s) for all s at once, fused (the ops: tanh(pk + q[:, None]) @ v)
-        scores = additive_score(pk, q, _f.reshape(self.v.weight, (self.hidden_size,)))  # (B, S)
+        scores = _additive_score(pk, q, self.v.weight)  # (B, S); v.weight is (1, A)
         return _weigh_keys(scores, keys, key_padding_mask)
 
     def extra_repr(self):
@@ -177,7 +217,7 @@ class LuongAttention(Module):
         if self.score == "concat":
             w_query = _f.narrow(self.W_a.weight, 1, 0, self.query_size)  # (A, H_dec)
             q = _f.matmul(query, _f.transpose(w_query, 0, 1))  # (B, A)
-            scores = additive_score(pk, q, _f.reshape(self.v.weight, (self.hidden_size,)))  # (B, S)
+            scores = _additive_score(pk, q, self.v.weight)  # (B, S); v.weight is (1, A)
         else:
             scores = _f.squeeze(_f.matmul(pk, _f.unsqueeze(query, 2)), 2)  # (B, S, H) @ (B, H, 1)
         return _weigh_keys(scores, keys, key_padding_mask)

@@ -1,0 +1,642 @@
+"""Every benchmark of the performance issue in one run: tinyattn beside PyTorch (and micrograd).
+
+    python benchmarks/run.py [--quick] [--only SECTION,...] [--json PATH] [--no-torch]
+
+Sections (all by default): matmul, softmax, overhead, steps, startup, memory.
+
+Each row times tinyattn and PyTorch (CPU, ``torch.set_num_threads(2)``) in this process, in
+alternating rounds (tinyattn, PyTorch, tinyattn, ...) so that both meet the same background load,
+after warm-up; the figure is the median over all timed calls. A short pause after every PyTorch
+round lets its OpenMP workers stop spinning before tinyattn's threads run. Start-up and memory
+are measured in fresh child processes. PyTorch and micrograd are optional: without them their
+columns stay empty.
+
+The ratio column follows each target's wording:
+  throughput rows (GFLOP/s, GB/s): tinyattn / PyTorch, higher is better;
+  time rows (us, ms, s, MB):       tinyattn / PyTorch, lower is better;
+  'vs micrograd':                  micrograd time / tinyattn time (how many times faster).
+
+The table is printed and the results are written as JSON (default benchmarks/results-latest.json;
+benchmarks/results.json is the committed reference run).
+"""
+import argparse
+import datetime
+import gc
+import json
+import math
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+sys.path.insert(0, HERE)
+
+import tinyattn as ta  # noqa: E402
+from tinyattn import nn  # noqa: E402
+from tinyattn.kernels import threads  # noqa: E402
+
+SECTIONS = ("matmul", "softmax", "overhead", "steps", "startup", "memory")
+
+
+# ============================================================================ timing
+
+
+class Timer:
+    """Median seconds per call of several contenders, timed in alternating rounds."""
+
+    def __init__(self, rounds, budget, pause=0.02):
+        self.rounds = rounds
+        self.budget = budget    # seconds of timed calls per contender
+        self.pause = pause
+
+    def calibrate(self, fn, inner):
+        """Warm fn up; return how many samples of `inner` calls fill one round."""
+        for _ in range(3):
+            fn()
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        once = max(time.perf_counter() - t0, 1e-7)
+        return max(2, min(500, int(self.budget / self.rounds / once)))
+
+    def run(self, fns, inner=1, pause_after=()):
+        """fns: the contenders (None entries are skipped); inner: calls per sample (for calls of
+        a few microseconds, where the clock's own cost would show). Returns medians (s/call)."""
+        live = [i for i, fn in enumerate(fns) if fn is not None]
+        samples = {i: self.calibrate(fns[i], inner) for i in live}
+        times = {i: [] for i in live}
+        for _ in range(self.rounds):
+            for i in live:
+                fn, ts = fns[i], times[i]
+                for _ in range(samples[i]):
+                    t0 = time.perf_counter()
+                    for _ in range(inner):
+                        fn()
+                    ts.append((time.perf_counter() - t0) / inner)
+                if i in pause_after:
+                    time.sleep(self.pause)
+        return [statistics.median(times[i]) if i in times else None for i in range(len(fns))]
+
+
+# ============================================================================ results
+
+
+class Results:
+    def __init__(self):
+        self.rows = []
+
+    def add(self, section, case, unit, ours, theirs, better, target=None, note=""):
+        """ours / theirs in `unit`; better: 'higher' (throughput) or 'lower' (time, memory);
+        target: (comparison, value) on the ratio, e.g. ('>=', 0.9)."""
+        ratio = ours / theirs if ours is not None and theirs else None
+        met = None
+        if target is not None and ratio is not None:
+            op, value = target
+            met = ratio >= value if op == ">=" else ratio <= value if op == "<=" else ratio < value
+        row = dict(section=section, case=case, unit=unit, tinyattn=ours, torch=theirs,
+                   better=better, ratio=ratio,
+                   target=None if target is None else f"{target[0]} {target[1]}", met=met,
+                   note=note)
+        self.rows.append(row)
+        print(_format_row(row), flush=True)
+        return row
+
+
+def _fmt(v, unit):
+    if v is None:
+        return "-"
+    if unit in ("us", "ms", "MB", "s"):
+        return f"{v:.2f} {unit}" if v < 100 else f"{v:.0f} {unit}"
+    return f"{v:.1f}"
+
+
+def _format_row(r):
+    ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
+    target = r["target"] or ""
+    met = {True: "met", False: "NOT met", None: ""}[r["met"]]
+    return (f"{r['section']:9s} {r['case']:40s} {r['unit']:7s} {_fmt(r['tinyattn'], r['unit']):>11s} "
+            f"{_fmt(r['torch'], r['unit']):>11s} {ratio:>6s} {target:>7s} {met:7s} {r['note']}")
+
+
+HEADER = (f"{'section':9s} {'case':40s} {'unit':7s} {'tinyattn':>11s} {'PyTorch':>11s} "
+          f"{'ratio':>6s} {'target':>7s} {'':7s} note")
+
+
+# ============================================================================ matmul
+
+MATMUL_CASES = [  # name, batch, M, N, K, B transposed (a view of an (N, K) tensor, as K^T)
+    ("square 128", 1, 128, 128, 128, False),
+    ("square 256", 1, 256, 256, 256, False),
+    ("square 512", 1, 512, 512, 512, False),
+    ("square 1024", 1, 1024, 1024, 1024, False),
+    ("attn 128x(32x16)@(16x32)", 128, 32, 32, 16, False),
+    ("attn 128x(32x32)@(32x16)", 128, 32, 16, 32, False),
+    ("Q@K^T 128x(32x16)@(32x16)^T", 128, 32, 32, 16, True),
+]
+
+
+def matmul_target(dtype, name):
+    if dtype != "fp32":
+        return None
+    if name == "square 512":
+        return (">=", 0.9)
+    if name == "square 256":
+        return (">=", 0.8)
+    if name.startswith(("attn", "Q@K")):
+        return (">=", 1.0)
+    return None
+
+
+def bench_matmul(res, timer, torch, quick):
+    """GFLOP/s of a @ b through the public API of both libraries (Python overhead included)."""
+    rng = random.Random(0)
+    for dtype_name in ("fp32", "fp64"):
+        dt = ta.float32 if dtype_name == "fp32" else ta.float64
+        for name, nb, M, N, K, b_t in MATMUL_CASES:
+            if quick and M * N * K * nb > 512 ** 3 and dtype_name == "fp64":
+                continue
+            shape_a = (nb, M, K) if nb > 1 else (M, K)
+            shape_b = (nb, N, K) if b_t else (nb, K, N)
+            if nb == 1:
+                shape_b = shape_b[1:]
+            a = ta.tensor(_rand_list(rng, shape_a), dtype=dt)
+            b = ta.tensor(_rand_list(rng, shape_b), dtype=dt)
+            if b_t:
+                b = b.transpose(-2, -1)
+            ours = lambda a=a, b=b: a @ b  # noqa: E731
+            theirs = None
+            if torch is not None:
+                tdt = torch.float32 if dtype_name == "fp32" else torch.float64
+                ta_, tb = torch.tensor(a.tolist(), dtype=tdt), torch.tensor(
+                    b.contiguous().tolist() if not b_t else b.transpose(-2, -1).tolist(), dtype=tdt)
+                if b_t:
+                    tb = tb.transpose(-2, -1)
+                theirs = lambda a=ta_, b=tb: torch.matmul(a, b)  # noqa: E731
+            t_ours, t_theirs = timer.run([ours, theirs], pause_after=(1,))
+            flop = 2.0 * nb * M * N * K
+            res.add("matmul", f"{dtype_name} {name}", "GFLOP/s", flop / t_ours / 1e9,
+                    flop / t_theirs / 1e9 if t_theirs else None, "higher",
+                    matmul_target(dtype_name, name))
+
+
+def _rand_list(rng, shape):
+    if len(shape) == 1:
+        return [rng.random() for _ in range(shape[0])]
+    return [_rand_list(rng, shape[1:]) for _ in range(shape[0])]
+
+
+# ============================================================================ softmax
+
+
+def bench_softmax(res, timer, torch):
+    """Forward + backward of softmax / log_softmax along the rows, as GB/s: the minimum traffic
+    is 5 float32 passes over the tensor (read x, write y; read g and y, write dx)."""
+    rng = random.Random(1)
+    for rows, cols in ((4096, 64), (256, 1024)):
+        data = _rand_list(rng, (rows, cols))
+        g_data = _rand_list(rng, (rows, cols))
+        for fn in ("softmax", "log_softmax"):
+            x = ta.tensor(data, requires_grad=True)
+            g = ta.tensor(g_data)
+
+            def ours(x=x, g=g, fn=fn):
+                getattr(x, fn)(-1).backward(g)
+                x.grad = None
+
+            theirs = None
+            if torch is not None:
+                tx = torch.tensor(data, requires_grad=True)
+                tg = torch.tensor(g_data)
+
+                def theirs(x=tx, g=tg, fn=fn):
+                    getattr(x, fn)(-1).backward(g)
+                    x.grad = None
+
+            t_ours, t_theirs = timer.run([ours, theirs], pause_after=(1,))
+            nbytes = 5 * rows * cols * 4
+            res.add("softmax", f"{fn} fwd+bwd {rows}x{cols}", "GB/s", nbytes / t_ours / 1e9,
+                    nbytes / t_theirs / 1e9 if t_theirs else None, "higher", (">=", 1.2))
+
+
+# ============================================================================ per-op overhead
+
+
+def bench_overhead(res, timer, torch):
+    """Time of one op on 4x4 float32 tensors: almost all of it is the library's own overhead."""
+    rng = random.Random(2)
+    a_data, b_data = _rand_list(rng, (4, 4)), _rand_list(rng, (4, 4))
+    ops = [("add", lambda a, b: a + b), ("matmul", lambda a, b: a @ b),
+           ("softmax", lambda a, b: a.softmax(-1))]
+    for grad in (False, True):
+        a = ta.tensor(a_data, requires_grad=grad)
+        b = ta.tensor(b_data, requires_grad=grad)
+        if torch is not None:
+            ta_ = torch.tensor(a_data, requires_grad=grad)
+            tb = torch.tensor(b_data, requires_grad=grad)
+        for name, op in ops:
+            ours = lambda op=op: op(a, b)  # noqa: E731
+            theirs = (lambda op=op: op(ta_, tb)) if torch is not None else None  # noqa: E731
+            t_ours, t_theirs = timer.run([ours, theirs], inner=200, pause_after=(1,))
+            res.add("overhead", f"4x4 {name}" + (" (inputs require grad)" if grad else ""), "us",
+                    t_ours * 1e6, t_theirs * 1e6 if t_theirs else None, "lower", ("<=", 1.2))
+
+
+# ============================================================================ training steps
+
+
+def transformer_step_pair(torch):
+    """(tinyattn step, PyTorch step): the encoder classifier, forward + cross-entropy + backward
+    + Adam."""
+    import transformer_step as TS
+    ta.manual_seed(0)
+    model = TS.Classifier(dropout=0.1)
+    opt = ta.optim.Adam(model.parameters(), lr=1e-3)
+    gen = ta.Generator(0)
+    tokens = ta.randint(0, TS.VOCAB, (TS.B, TS.T), generator=gen)
+    labels = ta.randint(0, TS.CLASSES, (TS.B,), generator=gen)
+
+    def ours():
+        loss = nn.functional.cross_entropy(model(tokens), labels)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    theirs = None
+    if torch is not None:
+        torch.manual_seed(0)
+        tmodel = TS.torch_classifier(torch, 0.1)
+        topt = torch.optim.Adam(tmodel.parameters(), lr=1e-3)
+        ttokens, tlabels = torch.tensor(tokens.tolist()), torch.tensor(labels.tolist())
+
+        def theirs():
+            loss = torch.nn.functional.cross_entropy(tmodel(ttokens), tlabels)
+            topt.zero_grad()
+            loss.backward()
+            topt.step()
+    return ours, theirs
+
+
+def seq2seq_step_pair(torch):
+    """GRU seq2seq with Bahdanau attention (teacher forcing) + cross-entropy + backward + Adam."""
+    import seq2seq_step as SS
+    ta.manual_seed(0)
+    model = nn.Seq2Seq(SS.V, SS.V, embed_size=SS.E, hidden_size=SS.H, attention="bahdanau")
+    opt = ta.optim.Adam(model.parameters(), lr=1e-3)
+    src, tgt = SS.make_batch(ta.Generator(0))
+
+    def ours():
+        loss = model.loss(src, tgt)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    theirs = None
+    if torch is not None:
+        tmodel = SS.torch_model(torch)
+        tmodel.load_state_dict({k: torch.tensor(v.tolist()) for k, v in model.state_dict().items()})
+        topt = torch.optim.Adam(tmodel.parameters(), lr=1e-3)
+        tsrc, ttgt = torch.tensor(src.tolist()), torch.tensor(tgt.tolist())
+
+        def theirs():
+            loss = tmodel.loss(tsrc, ttgt)
+            topt.zero_grad()
+            loss.backward()
+            topt.step()
+    return ours, theirs
+
+
+def two_moons(n, seed=0):
+    """n points of the two-moons set (x: n lists of 2 floats, y: n labels in {-1, 1})."""
+    rng = random.Random(seed)
+    xs, ys = [], []
+    for i in range(n):
+        t = rng.random() * math.pi
+        if i % 2 == 0:
+            p = [math.cos(t), math.sin(t)]
+        else:
+            p = [1.0 - math.cos(t), 0.5 - math.sin(t)]
+        xs.append([p[0] + rng.gauss(0, 0.1), p[1] + rng.gauss(0, 0.1)])
+        ys.append(1.0 if i % 2 == 0 else -1.0)
+    return xs, ys
+
+
+def mlp_step_fns(torch):
+    """MLP 2-16-16-1 (ReLU) on 100 points, hinge loss mean(relu(1 - y * score)), Adam; returns
+    (tinyattn, PyTorch, micrograd) steps (None where the library is missing)."""
+    xs, ys = two_moons(100)
+    ta.manual_seed(0)
+    model = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(),
+                          nn.Linear(16, 1))
+    opt = ta.optim.Adam(model.parameters(), lr=1e-2)
+    X, Y = ta.tensor(xs), ta.tensor(ys).view(-1, 1)
+
+    def ours():
+        loss = (1.0 - Y * model(X)).relu().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    theirs = None
+    if torch is not None:
+        tmodel = torch.nn.Sequential(torch.nn.Linear(2, 16), torch.nn.ReLU(),
+                                     torch.nn.Linear(16, 16), torch.nn.ReLU(),
+                                     torch.nn.Linear(16, 1))
+        topt = torch.optim.Adam(tmodel.parameters(), lr=1e-2)
+        TX, TY = torch.tensor(xs), torch.tensor(ys).view(-1, 1)
+
+        def theirs():
+            loss = (1.0 - TY * tmodel(TX)).relu().mean()
+            topt.zero_grad()
+            loss.backward()
+            topt.step()
+
+    micro = None
+    try:
+        from micrograd.engine import Value
+        from micrograd.nn import MLP
+    except ImportError:
+        Value = None
+    if Value is not None:
+        random.seed(0)
+        mmodel = MLP(2, [16, 16, 1])
+        mparams = mmodel.parameters()
+        state = {"t": 0, "m": [0.0] * len(mparams), "v": [0.0] * len(mparams)}
+        mx = [[Value(a), Value(b)] for a, b in xs]
+
+        def micro():
+            scores = [mmodel(x) for x in mx]
+            loss = sum((1 + -y * s).relu() for y, s in zip(ys, scores)) * (1.0 / len(ys))
+            mmodel.zero_grad()
+            loss.backward()
+            _adam_by_hand(mparams, state, 1e-2)
+    return ours, theirs, micro
+
+
+def _adam_by_hand(params, state, lr, b1=0.9, b2=0.999, eps=1e-8):
+    """Adam for micrograd's Values (micrograd has SGD only)."""
+    state["t"] += 1
+    t = state["t"]
+    m, v = state["m"], state["v"]
+    for i, p in enumerate(params):
+        m[i] = b1 * m[i] + (1 - b1) * p.grad
+        v[i] = b2 * v[i] + (1 - b2) * p.grad * p.grad
+        p.data -= lr * (m[i] / (1 - b1 ** t)) / (math.sqrt(v[i] / (1 - b2 ** t)) + eps)
+
+
+def bench_steps(res, timer, torch, quick):
+    step_timer = Timer(timer.rounds, timer.budget * 4, pause=0.05)
+    for name, make, target in (
+            ("transformer encoder classifier", transformer_step_pair, ("<=", 1.5)),
+            ("GRU seq2seq + Bahdanau", seq2seq_step_pair, ("<=", 1.0))):
+        ours, theirs = make(torch)
+        t_ours, t_theirs = step_timer.run([ours, theirs], pause_after=(1,))
+        res.add("step", name, "ms", t_ours * 1e3, t_theirs * 1e3 if t_theirs else None, "lower",
+                target)
+    ours, theirs, micro = mlp_step_fns(torch)
+    t_ours, t_theirs = step_timer.run([ours, theirs], inner=5, pause_after=(1,))
+    res.add("step", "MLP 2-16-16-1, 100 points", "ms", t_ours * 1e3,
+            t_theirs * 1e3 if t_theirs else None, "lower", ("<", 1.0))
+    if micro is not None:
+        micro_timer = Timer(rounds=1 if quick else 3, budget=0.0)  # 2 samples per round
+        (t_micro,) = micro_timer.run([micro])
+        row = res.add("step", "MLP vs micrograd (times faster)", "x", t_micro / t_ours, None,
+                      "higher", None, note=f"micrograd {t_micro * 1e3:.0f} ms/step")
+        row["ratio"] = row["tinyattn"]
+        row["target"], row["met"] = ">= 100", row["ratio"] >= 100
+        row["micrograd_ms"] = t_micro * 1e3
+    else:
+        res.add("step", "MLP vs micrograd (times faster)", "x", None, None, "higher", None,
+                note="micrograd not installed")
+
+
+# ============================================================================ start-up and memory
+
+STARTUP_CHILD = r'''
+import json, sys, time
+t0 = time.perf_counter()
+LIB = sys.argv[1]
+if LIB == "tinyattn":
+    import tinyattn as ta
+    from tinyattn import nn, optim
+    F = nn.functional
+else:
+    import torch as ta
+    from torch import nn, optim
+    F = nn.functional
+    ta.set_num_threads(2)
+t_import = time.perf_counter() - t0
+# The demo transformer (demos/transformer.py's model at its default size): token embeddings,
+# sinusoidal positions, nn.Transformer 2+2 layers, d_model 64, 4 heads, ff 128, causal decoder
+# mask, cross-entropy with label smoothing, Adam; one forward + backward + step.
+V, E, T, B = 16, 64, 12, 32
+ta.manual_seed(0)
+emb = nn.Embedding(V, E)
+model = nn.Transformer(E, 4, 2, 2, 128, dropout=0.1, batch_first=True)
+head = nn.Linear(E, V)
+params = list(emb.parameters()) + list(model.parameters()) + list(head.parameters())
+opt = optim.Adam(params, lr=1e-3, betas=(0.9, 0.98), eps=1e-9)
+pe = ta.randn(T, E) * 0.1
+src = ta.randint(3, V, (B, T))
+tgt = ta.randint(3, V, (B, T))
+mask = nn.Transformer.generate_square_subsequent_mask(T)
+out = model(emb(src) + pe, emb(tgt) + pe, tgt_mask=mask)
+loss = F.cross_entropy(head(out).reshape(-1, V), tgt.reshape(-1), label_smoothing=0.1)
+opt.zero_grad()
+loss.backward()
+opt.step()
+with ta.no_grad():
+    head(model(emb(src) + pe, emb(tgt) + pe, tgt_mask=mask)).argmax(-1)
+t_total = time.perf_counter() - t0
+print(json.dumps({"import_s": t_import, "total_s": t_total}))
+'''
+
+MEMORY_CHILD = r'''
+import json, math, resource, sys
+LIB = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+
+def status_mb(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+
+if LIB == "tinyattn":
+    import run
+    step, _ = run.transformer_step_pair(None)
+else:  # PyTorch's twin of the classifier, written out so that tinyattn is not imported here
+    import torch
+    torch.set_num_threads(2)
+    V, D, H, FF, T, B, C, L = 32, 64, 4, 128, 32, 32, 4, 2
+    pos = torch.arange(T).unsqueeze(1) * torch.exp(torch.arange(0, D, 2) * (-math.log(1e4) / D))
+    pe = torch.zeros(T, D)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(pos), torch.cos(pos)
+    embed, drop = torch.nn.Embedding(V, D), torch.nn.Dropout(0.1)
+    layer = torch.nn.TransformerEncoderLayer(D, H, FF, dropout=0.1, batch_first=True)
+    enc = torch.nn.TransformerEncoder(layer, L, enable_nested_tensor=False)
+    head = torch.nn.Linear(D, C)
+    params = list(embed.parameters()) + list(enc.parameters()) + list(head.parameters())
+    opt = torch.optim.Adam(params, lr=1e-3)
+    tokens, labels = torch.randint(0, V, (B, T)), torch.randint(0, C, (B,))
+
+    def step():
+        logits = head(enc(drop(embed(tokens) + pe)).mean(1))
+        loss = torch.nn.functional.cross_entropy(logits, labels)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+before = status_mb("VmRSS")  # library imported, model built
+for _ in range(3):  # warm-up: kernels loaded, optimizer state made, allocator settled
+    step()
+try:  # restart the peak (VmHWM) here, so that it covers the training steps only
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+except OSError:
+    pass
+for _ in range(10):
+    step()
+peak = status_mb("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"before_mb": before, "peak_mb": peak}))
+'''
+
+
+def _child(code, args, env=None):
+    out = subprocess.run([sys.executable, "-c", code] + list(args), capture_output=True,
+                         text=True, env=env, cwd=ROOT, timeout=900)
+    if out.returncode != 0:
+        raise RuntimeError(f"child process failed:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
+
+
+def _env(**extra):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
+    return env
+
+
+def bench_startup(res, torch):
+    """import + first forward/backward/step of the demo transformer in a fresh process: cold (an
+    empty numba cache, so every kernel compiles) and warm (the cache the cold run filled)."""
+    with tempfile.TemporaryDirectory(prefix="tinyattn-numba-cache-") as cache:
+        env = _env(NUMBA_CACHE_DIR=cache)
+        cold, stderr = _child(STARTUP_CHILD, ["tinyattn"], env)
+        said = "compiling" in stderr
+        warm = min((_child(STARTUP_CHILD, ["tinyattn"], env)[0] for _ in range(3)),
+                   key=lambda r: r["total_s"])
+    theirs = None
+    if torch is not None:
+        theirs = min((_child(STARTUP_CHILD, ["torch"], _env())[0] for _ in range(3)),
+                     key=lambda r: r["total_s"])
+    res.add("startup", "warm: import + first step of demo transformer", "s", warm["total_s"],
+            theirs["total_s"] if theirs else None, "lower", None,
+            note=f"import {warm['import_s']:.2f} s; target < 1 s: "
+                 f"{'met' if warm['total_s'] < 1 else 'NOT met'}")
+    res.rows[-1]["absolute_target"] = "< 1 s"
+    res.rows[-1]["absolute_met"] = warm["total_s"] < 1
+    res.add("startup", "cold: the same, empty numba cache", "s", cold["total_s"],
+            theirs["total_s"] if theirs else None, "lower", None,
+            note=f"target < 20 s: {'met' if cold['total_s'] < 20 else 'NOT met'}; "
+                 f"compile message {'shown' if said else 'NOT shown'}")
+    res.rows[-1]["absolute_target"] = "< 20 s"
+    res.rows[-1]["absolute_met"] = cold["total_s"] < 20
+    res.rows[-1]["compile_message"] = said
+
+
+def bench_memory(res, torch):
+    ours, _ = _child(MEMORY_CHILD, ["tinyattn", HERE], _env())
+    theirs = _child(MEMORY_CHILD, ["torch", HERE], _env())[0] if torch is not None else None
+    res.add("memory", "peak RSS, transformer classifier training", "MB", ours["peak_mb"],
+            theirs["peak_mb"] if theirs else None, "lower", None,
+            note=f"peak of 10 steps after 3 warm-up steps; the steps add "
+                 f"{ours['peak_mb'] - ours['before_mb']:.0f} MB to the process with the model "
+                 f"built" + (f" (PyTorch {theirs['peak_mb'] - theirs['before_mb']:.0f} MB)"
+                             if theirs else ""))
+
+
+# ============================================================================ main
+
+
+def machine_info():
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return dict(cpu=cpu, cpu_count=os.cpu_count(), python=platform.python_version(),
+                platform=platform.platform())
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", default=",".join(SECTIONS),
+                    help=f"comma-separated sections to run, of {', '.join(SECTIONS)}")
+    ap.add_argument("--quick", action="store_true", help="fewer rounds, shorter budgets")
+    ap.add_argument("--rounds", type=int, default=None, help="alternating rounds per row")
+    ap.add_argument("--json", default=os.path.join(HERE, "results-latest.json"))
+    ap.add_argument("--no-torch", action="store_true", help="leave PyTorch out even if installed")
+    args = ap.parse_args(argv)
+    sections = [s.strip() for s in args.only.split(",") if s.strip()]
+    for s in sections:
+        if s not in SECTIONS:
+            ap.error(f"unknown section {s!r}; choose from {', '.join(SECTIONS)}")
+
+    torch = None
+    if not args.no_torch:
+        try:
+            import torch
+            torch.set_num_threads(2)
+        except ImportError:
+            print("PyTorch is not installed: tinyattn only")
+    rounds = args.rounds or (3 if args.quick else 5)
+    timer = Timer(rounds, budget=0.3 if args.quick else 1.0)
+
+    meta = dict(machine_info(), command=" ".join([os.path.basename(sys.executable)] + sys.argv),
+                date=datetime.datetime.now().isoformat(timespec="seconds"),
+                tinyattn=ta.__version__, tinyattn_threads=threads.num_threads(),
+                torch=torch.__version__ if torch else None, torch_threads=2 if torch else None,
+                loadavg_start=os.getloadavg(), rounds=rounds)
+    theirs = f"PyTorch {meta['torch']} (2 threads)" if torch else "PyTorch not installed"
+    print(f"tinyattn {ta.__version__} ({threads.num_threads()} threads) vs {theirs} on "
+          f"{meta['cpu']}, {meta['cpu_count']} cores; load average "
+          f"{meta['loadavg_start'][0]:.2f}")
+    print(HEADER)
+    print("-" * len(HEADER))
+    res = Results()
+    gc.collect()
+    if "matmul" in sections:
+        bench_matmul(res, timer, torch, args.quick)
+    if "softmax" in sections:
+        bench_softmax(res, timer, torch)
+    if "overhead" in sections:
+        bench_overhead(res, timer, torch)
+    if "steps" in sections:
+        bench_steps(res, timer, torch, args.quick)
+    if "startup" in sections:
+        bench_startup(res, torch)
+    if "memory" in sections:
+        bench_memory(res, torch)
+    meta["loadavg_end"] = os.getloadavg()
+    print(f"load average at the end {meta['loadavg_end'][0]:.2f}")
+    missed = [r for r in res.rows if r["met"] is False or r.get("absolute_met") is False]
+    print(f"{len(missed)} target(s) not met" + (": " + "; ".join(
+        r["case"] for r in missed) if missed else ""))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(meta=meta, rows=res.rows), f, indent=1)
+        print("wrote", os.path.relpath(args.json))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""The vectorisable exp against math.exp and its plain-Python twin, and the row-block (threaded)
+softmax kernels against the general (O, R, I) kernel and plain-Python formulas.
+
+Runs compiled and with NUMBA_DISABLE_JIT=1 (where the bit casts are the struct-based twins)."""
+import math
+import random
+import struct
+from array import array
+
+import numba
+import pytest
+
+import tinyattn as ta
+from helpers import assert_close
+from tinyattn.kernels import exp as KX
+from tinyattn.kernels import softmax as KS
+from tinyattn.kernels import threads
+from tinyattn.kernels.jit import kernel
+
+JIT = not numba.config.DISABLE_JIT
+
+
+def _buf(tc, vals):
+    return array(tc, vals)
+
+
+# ---------------------------------------------------------------------------- exp
+
+
+def _ulps(a, b):
+    return abs(KX.float_bits(a) - KX.float_bits(b))
+
+
+def test_bit_twins_round_trip():
+    for v in (0.0, -0.0, 1.0, -2.5, 1e-310, math.inf, -math.inf, 1.7976931348623157e308):
+        bits = struct.unpack("<q", struct.pack("<d", v))[0]
+        assert KX.float_bits(v) == bits and KX.bits_float(bits) == v or v != v
+
+
+@kernel
+def _exp_all(x, out, n):
+    for i in range(n):
+        out[i] = KX.exp(x[i])
+
+
+def test_exp_agrees_with_math_exp_everywhere():
+    rng = random.Random(0)
+    vals = ([rng.uniform(-750, 712) for _ in range(3000)] + [rng.uniform(-3, 3) for _ in range(3000)]
+            + [0.0, -0.0, 1e-300, -1e-300, 0.5 * math.log(2), -745.13, -745.14, 709.78, 709.79,
+               -708.5, -740.0, math.inf, -math.inf, math.nan])
+    out = _buf("d", [0.0] * len(vals))
+    _exp_all(_buf("d", vals), out, len(vals))  # compiled (or interpreted with NUMBA_DISABLE_JIT)
+    twin = KX.exp.py_func if JIT else KX.exp  # the plain-Python twin, bit casts through struct
+    for v, got in zip(vals, out):
+        assert KX.float_bits(got) == KX.float_bits(twin(v)) or (v != v and got != got)
+        if v != v:
+            continue
+        try:
+            want = math.exp(v)
+        except OverflowError:
+            want = math.inf
+        if want == 0.0 or math.isinf(want):
+            assert got == want, v
+        else:
+            assert _ulps(got, want) <= 2, (v, got, want)
+
+
+# ---------------------------------------------------------------------------- softmax
+
+
+def _softmax_rows_reference(rows, log):
+    out = []
+    for row in rows:
+        m = max(row)
+        if m == -math.inf:
+            out.append([-math.inf if log else 0.0] * len(row))
+            continue
+        z = sum(math.exp(v - m) for v in row)
+        out.append([v - m - math.log(z) if log else math.exp(v - m) / z for v in row])
+    return out
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_row_blocks_threaded_match_general_kernel(log):
+    # Big enough for the two-thread row split; the general (O, R, I) kernel with I > 1 computes
+    # the same numbers from the transposed buffer.
+    N, R = 300, 128
+    assert N * R >= ta.functions.SOFTMAX_PARALLEL_MIN
+    x = ta.randn(N, R, dtype=ta.float64, generator=ta.Generator(5), requires_grad=True) * 4
+    x.retain_grad()
+    g = ta.randn(N, R, dtype=ta.float64, generator=ta.Generator(6))
+    y = x.log_softmax(-1) if log else x.softmax(-1)
+    y.backward(g)
+    xt = x.detach().T.contiguous()  # (R, N): softmax over dim 0 is the strided kernel
+    y_t = ta.empty(R, N, dtype=ta.float64)
+    KS.softmax_forward(xt._data, y_t._data, 1, R, N, log)
+    assert_close(y, y_t.T, rtol=1e-12, atol=1e-14)
+    dx_t = ta.empty(R, N, dtype=ta.float64)
+    KS.softmax_backward(g.T.contiguous()._data, y_t._data, dx_t._data, 1, R, N, log)
+    assert_close(x.grad, dx_t.T, rtol=1e-9, atol=1e-12)
+    assert_close(y[:3], _softmax_rows_reference(x[:3].tolist(), log), rtol=1e-12, atol=1e-14)
+    old = threads.num_threads()
+    threads.set_num_threads(1)
+    try:
+        y1 = x.detach().log_softmax(-1) if log else x.detach().softmax(-1)
+    finally:
+        threads.set_num_threads(old)
+    assert y1.tolist() == y.tolist()
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_rows_masked_and_nan(log):
+    inf, nan = math.inf, math.nan
+    rows = [[-inf] * 4, [-inf, 1.0, -inf, 2.0], [nan, 1.0, 2.0, 3.0], [nan, -inf, -inf, -inf],
+            [1e4, -1e4, 0.0, 1e4]]
+    x = ta.tensor(rows, dtype=ta.float32)
+    y = (x.log_softmax(-1) if log else x.softmax(-1)).tolist()
+    want = _softmax_rows_reference([rows[0], rows[1], rows[4]], log)
+    assert_close(y[0], want[0]) and assert_close(y[1], want[1], rtol=1e-6)
+    assert all(v != v for v in y[2] + y[3])  # a NaN makes the row NaN, as in PyTorch
+    assert_close(y[4], want[2], rtol=1e-6)
+
+
+@kernel
+def _exp_float32_all(x, out, n):
+    for i in range(n):
+        out[i] = KX.exp_float32(x[i])
+
+
+def test_exp_float32_is_float32_accurate_and_matches_its_twin():
+    rng = random.Random(1)
+    vals = ([rng.uniform(-90, 90) for _ in range(3000)] + [rng.uniform(-2, 2) for _ in range(2000)]
+            + [0.0, -0.0, -86.5, -86.7, 88.7, 88.8, math.inf, -math.inf, math.nan])
+    x = _buf("f", vals)
+    out = _buf("f", [0.0] * len(vals))
+    _exp_float32_all(x, out, len(vals))  # float32 arithmetic when compiled
+    twin = KX.exp_float32.py_func if JIT else KX.exp_float32  # float64 arithmetic, struct bits
+    for v, got in zip(x, out):
+        if v != v:
+            assert got != got
+            continue
+        if v < -86.6:  # below float32's normal range: flushed to 0
+            assert got == 0.0 == twin(v)
+            continue
+        want = math.exp(v) if v <= 88.72 else math.inf
+        if want > 3.4028234e38:
+            assert got == math.inf
+            continue
+        assert abs(got - want) <= 3e-7 * want, v
+        assert abs(twin(v) - want) <= 3e-7 * want, v
+
+
+def test_order_key_orders_like_the_floats():
+    twin_key = KX.order_key.py_func if JIT else KX.order_key
+    twin_back = KX.from_order_key.py_func if JIT else KX.from_order_key
+    vals = sorted([-math.inf, -1e300, -2.5, -1e-310, -0.0, 0.0, 1e-310, 3.0, 1e300, math.inf])
+    keys = [twin_key(v) for v in vals]
+    assert keys == sorted(keys)
+    assert [twin_back(k) for k in keys] == vals
+    x = _buf("f", [3.0, -1.0, 7.5, -math.inf, 2.0])
+    assert KS._row_max(x, len(x)) == 7.5
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_float32_rows_threaded(log):
+    """float32 rows (exp_float32), split between two threads, against the float64 formula."""
+    x = ta.randn(300, 128, generator=ta.Generator(8)) * 6
+    y = x.log_softmax(-1) if log else x.softmax(-1)
+    rows = x.tolist()
+    want = _softmax_rows_reference(rows[:5] + rows[-5:], log)
+    got = y.tolist()
+    assert_close(got[:5] + got[-5:], want, rtol=2e-6, atol=1e-6 if log else 1e-9)
