@@ -54,23 +54,32 @@ def _row_max(row, R):
 
 
 @vector_kernel
-def _exp_sum(row, y, m, R, single):
-    """y[r] = exp(row[r] - m), returning their sum. float32 rows (`single`) are done in float32
-    arithmetic (exp_float32: 16 lanes per vector instruction instead of 8), which is as precise
-    as their storage anyway."""
+def _exp_sum(row, y, m, R, single, store):
+    """sum_r exp(row[r] - m), also writing each exp to y[r] when `store` (softmax needs them;
+    log_softmax needs only the sum, and skipping the store saves a pass over memory). float32 rows
+    (`single`) are done in float32 arithmetic (exp_float32: 16 lanes per vector instruction
+    instead of 8), which is as precise as their storage anyway."""
     if single:
         m32 = f32(m)
         s32 = f32(0.0)
-        for r in range(R):
-            e = exp_float32(row[r] - m32)
-            y[r] = e
-            s32 += e
+        if store:
+            for r in range(R):
+                e = exp_float32(row[r] - m32)
+                y[r] = e
+                s32 += e
+        else:
+            for r in range(R):
+                s32 += exp_float32(row[r] - m32)
         return s32
     s = 0.0
-    for r in range(R):
-        e = exp(row[r] - m)
-        y[r] = e
-        s += e
+    if store:
+        for r in range(R):
+            e = exp(row[r] - m)
+            y[r] = e
+            s += e
+    else:
+        for r in range(R):
+            s += exp(row[r] - m)
     return s
 
 
@@ -87,8 +96,15 @@ def softmax_rows_forward(x, out, R, n0, n1, log, single):
         if m == -math.inf:
             _masked_row(row, y, R, log)
             continue
-        s = _exp_sum(row, y, m, R, single)  # log_softmax: y is scratch space here
-        if log:
+        s = _exp_sum(row, y, m, R, single, not log)
+        if log and single:  # float32 arithmetic, as in _exp_sum: no conversion per element.
+            # (x - m) - log(s), not x - (m + log(s)): x - m is exact, while m + log(s) would be
+            # rounded at the size of m (logits of 1e4 would lose log(s)'s third digit).
+            m32 = f32(m)
+            log_s32 = f32(math.log(s))
+            for r in range(R):
+                y[r] = (row[r] - m32) - log_s32
+        elif log:
             shift = m + math.log(s)
             for r in range(R):
                 y[r] = row[r] - shift
@@ -114,15 +130,17 @@ def softmax_rows_backward(g, y, out, R, n0, n1, log, single):
         d = D[n * R:(n + 1) * R]
         s = 0.0
         if log:
-            for r in range(R):
-                s += gr[r]
             if single:  # exp(y) = softmax; exp(-inf) = 0 on masked rows
-                s32 = f32(s)
+                s32 = f32(0.0)
+                for r in range(R):
+                    s32 += gr[r]
                 for r in range(R):
                     d[r] = gr[r] - exp_float32(yr[r]) * s32
-            else:
-                for r in range(R):
-                    d[r] = gr[r] - exp(yr[r]) * s
+                continue
+            for r in range(R):
+                s += gr[r]
+            for r in range(R):
+                d[r] = gr[r] - exp(yr[r]) * s
         elif single:  # float32 arithmetic for float32 rows, as in the forward
             s32 = f32(0.0)
             for r in range(R):
