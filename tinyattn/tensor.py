@@ -12,7 +12,6 @@ in tinyattn/functions.py, where the primitives and their gradients live.
 
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
-from array import array
 
 from . import _shapes
 from . import autograd as _ag
