@@ -131,15 +131,7 @@ HEADER = (f"{'section':9s} {'case':40s} {'unit':7s} {'tinyattn':>11s} {'PyTorch'
 
 # ============================================================================ matmul
 
-MATMUL_CASES = [  # name, batch, M, N, K, B transposed (a view of an (N, K) tensor, as K^T)
-    ("square 128", 1, 128, 128, 128, False),
-    ("square 256", 1, 256, 256, 256, False),
-    ("square 512", 1, 512, 512, 512, False),
-    ("square 1024", 1, 1024, 1024, 1024, False),
-    ("attn 128x(32x16)@(16x32)", 128, 32, 32, 16, False),
-    ("attn 128x(32x32)@(32x16)", 128, 32, 16, 32, False),
-    ("Q@K^T 128x(32x16)@(32x16)^T", 128, 32, 32, 16, True),
-]
+from matmul import CASES as MATMUL_CASES  # noqa: E402  (one table for both matmul benchmarks)
 
 
 def matmul_target(dtype, name):
