@@ -354,7 +354,7 @@ def test_fused_linear_keeps_the_composed_errors():
 
 @pytest.mark.parametrize("transposed_keys", [False, True])
 def test_attention_context_matches_the_batched_product(transposed_keys):
-    """rnn_attention._Context (one node, kernels/context.py) against (B, 1, S) @ (B, S, C)."""
+    """rnn_attention._Context (one node, kernels/attention.py) against (B, 1, S) @ (B, S, C)."""
     from tinyattn.nn.rnn_attention import _Context
     B, S, C = 3, 5, 4
     keys = _r(S, B, C, seed=1).transpose(0, 1) if transposed_keys else _r(B, S, C, seed=1)

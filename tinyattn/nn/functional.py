@@ -10,7 +10,7 @@ from ..random import default_generator
 from ..kernels import elementwise as KE
 from ..kernels import index as KI
 from ..kernels import random as KRand
-from ..kernels import layer_norm as KL
+from ..kernels import norm as KL
 from ..tensor import Tensor, _empty, _make
 
 relu = _f.relu
@@ -126,7 +126,7 @@ class _Dropout(Function):
 class _LayerNorm(Function):
     """y = (x - mean) / sqrt(var + eps) * weight + bias over the last D elements of each row.
 
-    Fused (kernels/layer_norm.py): with xhat = (x - mean) * rstd and gy = g * weight, per row
+    Fused (kernels/norm.py): with xhat = (x - mean) * rstd and gy = g * weight, per row
         dx = rstd * (gy - mean(gy) - xhat * mean(gy * xhat))
         dweight = sum over rows of g * xhat,  dbias = sum over rows of g."""
 

@@ -29,8 +29,8 @@ import math
 from .. import dtypes as _dt
 from .. import functions as _f
 from ..autograd import Function
-from ..kernels import additive_attention as KA
-from ..kernels import context as KC
+from ..kernels import attention as KA
+from ..kernels import attention as KC
 from ..tensor import Tensor, _empty
 from .linear import Linear
 from .module import Module
@@ -55,7 +55,7 @@ def _check(op, query, keys, key_padding_mask, query_size, key_size):
 
 class _AdditiveScore(Function):
     """scores[b, s] = sum_a v[a] tanh(pk[b, s, a] + q[b, a]) as one node; pk (B, S, A), q (B, A),
-    v (A) -> (B, S). Gradients in kernels/additive_attention.py."""
+    v (A) -> (B, S). Gradients in kernels/attention.py."""
 
     op_name = "AdditiveScore"
 
@@ -100,7 +100,7 @@ def _additive_score(pk, q, v):
 class _Context(Function):
     """context[b] = sum_s weights[b, s] keys[b, s] as one node: weights (B, S), keys (B, S, C)
     -> (B, C). d weights[b, s] = g[b] . keys[b, s],  d keys[b, s] = weights[b, s] g[b]
-    (kernels/context.py). The same as the (B, 1, S) @ (B, S, C) product, minus its views."""
+    (kernels/attention.py). The same as the (B, 1, S) @ (B, S, C) product, minus its views."""
 
     op_name = "Context"
 
@@ -109,7 +109,7 @@ class _Context(Function):
         B, S, C = keys.shape
         w = _f._packed(weights)
         out = _empty((B, C), keys.dtype)
-        KC.FORWARD[keys.dtype.typecode](w._data, keys._data, keys._offset, keys._strides[0],
+        KC.CONTEXT_FORWARD[keys.dtype.typecode](w._data, keys._data, keys._offset, keys._strides[0],
                                         keys._strides[1], out._data, B, S, C)
         if ctx.needs_input_grad:
             ctx.w = w
@@ -121,7 +121,7 @@ class _Context(Function):
         B, S, C = keys.shape
         dw = _empty((B, S), keys.dtype)
         dk = _empty((B, S, C), keys.dtype)
-        KC.BACKWARD[keys.dtype.typecode](_f._packed(g)._data, ctx.w._data, keys._data,
+        KC.CONTEXT_BACKWARD[keys.dtype.typecode](_f._packed(g)._data, ctx.w._data, keys._data,
                                          keys._offset, keys._strides[0], keys._strides[1],
                                          dw._data, dk._data, B, S, C)
         return dw, dk
