@@ -37,3 +37,5 @@ def _drop_stale_cache():
 
 
 _drop_stale_cache()
+
+from .tiers import active, use  # noqa: E402  (after the cache check: tiers.py is a kernel file too)
