@@ -17,7 +17,7 @@ import statistics
 import time
 
 import tinyattn
-from tinyattn import functions as _functions
+from tinyattn.kernels import matmul as _KM
 from tinyattn import nn
 
 VOCAB, D, HEADS, FF, T, B, CLASSES, LAYERS = 32, 64, 4, 128, 32, 32, 4, 2
@@ -56,7 +56,7 @@ class MatmulTimer:
     def __init__(self):
         self.seconds = 0.0
         self.calls = 0
-        self.kernel = _functions.KM.bmm
+        self.kernel = _KM.bmm
 
     def __call__(self, *args):
         t0 = time.perf_counter()
@@ -65,10 +65,10 @@ class MatmulTimer:
         self.calls += 1
 
     def install(self):
-        _functions.KM.bmm = self
+        _KM.bmm = self
 
     def remove(self):
-        _functions.KM.bmm = self.kernel
+        _KM.bmm = self.kernel
 
 
 def time_tinyattn(steps, dropout, profile):

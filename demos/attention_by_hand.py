@@ -15,7 +15,7 @@ nn.SelfAttention, tokens as rows):
 With d_k = 4 the scaling divides by 2, so the scaled scores are halves. Row i of A sums to 1.
 Then a causal mask (a decoder's view: token i sees only tokens j <= i), and a check that
 nn.SelfAttention loaded with the same weights gives the same output, and that its gradients agree
-with finite differences (tinyattn.autograd.gradcheck, in float64; --seed picks gradcheck's random
+with finite differences (tinyattn.testing.gradcheck, in float64; --seed picks gradcheck's random
 output weighting).
 
 Writes runs/attention_by_hand/: weights.svg and causal_weights.svg (A as heatmaps), metrics.json.
@@ -179,8 +179,8 @@ def main(argv=None):
 
     x.requires_grad_(True)
     checked = [x, layer.W_Q, layer.W_K, layer.W_V]
-    ta.autograd.gradcheck(lambda *inputs: layer(inputs[0]), checked, seed=args.seed)
-    ta.autograd.gradcheck(lambda *inputs: layer(inputs[0], is_causal=True)[0], checked,
+    ta.testing.gradcheck(lambda *inputs: layer(inputs[0]), checked, seed=args.seed)
+    ta.testing.gradcheck(lambda *inputs: layer(inputs[0], is_causal=True)[0], checked,
                           seed=args.seed)
     n = sum(t.numel() for t in checked)
     print(f"  gradcheck: the gradients of H and A with respect to X and the three weight "

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import tinyattn
 from tinyattn import nn
-from tinyattn.autograd import gradcheck
+from tinyattn.testing import gradcheck
 from tinyattn.nn import functional as F
 
 from _attn_testing import assert_close, flat, rand, to_torch, upstream_loss

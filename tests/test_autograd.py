@@ -7,7 +7,8 @@ import weakref
 import pytest
 
 import tinyattn as ta
-from tinyattn.autograd import Function, gradcheck
+from tinyattn.autograd import Function
+from tinyattn.testing import gradcheck
 
 from helpers import assert_close
 

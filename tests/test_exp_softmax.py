@@ -85,7 +85,7 @@ def test_softmax_row_blocks_threaded_match_general_kernel(log):
     # Big enough for the two-thread row split; the general (O, R, I) kernel with I > 1 computes
     # the same numbers from the transposed buffer.
     N, R = 300, 128
-    assert N * R >= ta.functions.SOFTMAX_PARALLEL_MIN
+    assert N * R >= ta.ops.softmax.PARALLEL_MIN
     x = ta.randn(N, R, dtype=ta.float64, generator=ta.Generator(5), requires_grad=True) * 4
     x.retain_grad()
     g = ta.randn(N, R, dtype=ta.float64, generator=ta.Generator(6))

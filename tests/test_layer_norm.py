@@ -7,7 +7,7 @@ import pytest
 
 import tinyattn
 from tinyattn import nn
-from tinyattn.autograd import gradcheck
+from tinyattn.testing import gradcheck
 from tinyattn.nn import functional as F
 
 from _attn_testing import assert_close, rand, to_torch, upstream_loss

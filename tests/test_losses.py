@@ -6,7 +6,7 @@ import pytest
 import tinyattn as ta
 import tinyattn.nn as nn
 import tinyattn.nn.functional as F
-from tinyattn.autograd import gradcheck
+from tinyattn.testing import gradcheck
 
 
 def close(a, b, tol=1e-6):

@@ -6,7 +6,7 @@ import pytest
 
 import tinyattn as ta
 from tinyattn import nn
-from tinyattn.autograd import gradcheck
+from tinyattn.testing import gradcheck
 
 from helpers import assert_close, to_torch
 

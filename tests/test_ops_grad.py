@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tinyattn as ta
-from tinyattn.autograd import gradcheck
+from tinyattn.testing import gradcheck
 
 from helpers import broadcastable_pair, layouts, make_tensor, matmul_shapes, seeds, shapes
 

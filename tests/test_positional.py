@@ -6,7 +6,7 @@ import pytest
 
 import tinyattn
 from tinyattn import nn
-from tinyattn.autograd import gradcheck
+from tinyattn.testing import gradcheck
 
 from _attn_testing import assert_close, flat, rand, to_torch
 

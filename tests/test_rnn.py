@@ -5,7 +5,7 @@ import pytest
 
 import tinyattn as ta
 import tinyattn.nn as nn
-from tinyattn.autograd import gradcheck
+from tinyattn.testing import gradcheck
 
 
 def maxdiff(a, b):

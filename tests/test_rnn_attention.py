@@ -4,7 +4,7 @@ import math
 import pytest
 
 import tinyattn as ta
-from tinyattn.autograd import gradcheck
+from tinyattn.testing import gradcheck
 from tinyattn.nn import AdditiveAttention, LuongAttention
 from tinyattn.nn.rnn_attention import additive_score
 

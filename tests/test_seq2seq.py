@@ -6,7 +6,7 @@ import pytest
 
 import tinyattn as ta
 import tinyattn.nn.functional as F
-from tinyattn.autograd import gradcheck
+from tinyattn.testing import gradcheck
 from tinyattn.nn import Seq2Seq
 from tinyattn.nn.seq2seq import beam_search, pad_sequences
 

@@ -1,7 +1,8 @@
 """tinyattn: a small, readable deep-learning library for attention models.
 
-Layers, bottom to top: kernels/ (numba loops on flat buffers) -> tensor.py, autograd.py,
-functions.py (Tensor, graph, differentiable ops) -> nn/, optim/ -> demos/.
+Layers, bottom to top: kernels/ (numba loops on flat buffers) -> ops/ (the differentiable ops, one
+file per kernel family) -> tensor.py, autograd.py, creation.py (Tensor, graph, factories) ->
+nn/, optim/ -> demos/.
 """
 from . import _malloc  # noqa: F401  (keeps freed tensor memory for reuse; see _malloc.py)
 from . import autograd  # first: tensor.py and functions.py build on it
@@ -12,16 +13,19 @@ from .random import Generator, get_rng_state, initial_seed, manual_seed, set_rng
 from .creation import (arange, empty, empty_like, eye, full, full_like, linspace, ones, ones_like,
                        rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,
                        zeros_like)
-from .functions import (abs, add, all, amax, amin, any, argmax, argmin, bmm, cat, chunk, clamp,
-                        clip, clone, cos, div, floor_divide, remainder, eq, exp, expand, flatten, flip, gather, ge, gelu,
-                        gt, index_select, isfinite, isinf, isnan, le, log, log_softmax,
-                        logical_and, logical_not, logical_or, logical_xor, logsumexp, lt,
-                        masked_fill, matmul, max, maximum, mean, min, minimum, mm, mul, narrow, ne,
-                        neg, norm, permute, pow, relu, reshape, rsqrt, sigmoid, sign, sin, softmax,
-                        split, sqrt, square, squeeze, stack, std, sub, sum, tanh, transpose, tril,
-                        triu, unbind, unsqueeze, var, where)
+from .ops.elementwise import (abs, add, clamp, clip, cos, div, eq, exp, floor_divide, ge,  # noqa: A004
+                              gelu, gt, isfinite, isinf, isnan, le, log, logical_and, logical_not,
+                              logical_or, logical_xor, lt, masked_fill, maximum, minimum, mul, ne,
+                              neg, pow, relu, remainder, rsqrt, rsub, sigmoid, sign, sin, sqrt,
+                              square, sub, tanh, where)
+from .ops.indexing import gather, index_select, tril, triu, flip
+from .ops.layout import (cat, chunk, clone, expand, flatten, narrow, permute, reshape, split,
+                         squeeze, stack, transpose, unbind, unsqueeze)
+from .ops.matmul import bmm, matmul, mm
+from .ops.reduce import (all, amax, amin, any, argmax, argmin, logsumexp, max, mean, min,  # noqa: A004
+                         norm, prod, std, sum, var)
+from .ops.softmax import log_softmax, softmax
 from .serialization import load, save
 
 __version__ = "0.1.0"
-from . import nn
-from . import optim
+from . import kernels, nn, optim, testing  # noqa: E402

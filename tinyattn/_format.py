@@ -1,5 +1,7 @@
 """PyTorch-like printing: tensor([[1.0000, 2.5000], ...], requires_grad=True)."""
 import math
+from .autograd import no_grad
+from .ops.layout import cat
 
 _EDGE = 3  # elements shown at each end of a summarised dimension
 _THRESHOLD = 1000  # tensors with more elements are summarised with '...'
@@ -26,17 +28,15 @@ def _fmt_float(values):
 
 def _summarise(t):
     """Row-major values with '...' positions for big tensors: (values, shape of kept indices)."""
-    from .functions import cat, narrow
     if t.numel() <= _THRESHOLD:
         return t
     for d, n in enumerate(t.shape):
         if n > 2 * _EDGE:
-            t = cat([narrow(t, d, 0, _EDGE), narrow(t, d, n - _EDGE, _EDGE)], d)
+            t = cat([t.narrow(d, 0, _EDGE), t.narrow(d, n - _EDGE, _EDGE)], d)
     return t
 
 
 def format_tensor(t):
-    from .autograd import no_grad
     with no_grad():
         summarised = t.numel() > _THRESHOLD
         shown = _summarise(t.detach())

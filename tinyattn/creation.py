@@ -8,8 +8,7 @@ from array import array
 
 from . import _shapes
 from . import dtypes as _dt
-from .kernels import random as KR
-from .random import default_generator
+from .ops import random as _random_ops
 from .tensor import Tensor, _make
 
 
@@ -184,22 +183,19 @@ def _random_float(op, size, dtype, generator):
     dtype = _dt.get(dtype or _dt.float32)
     if not dtype.is_floating_point:
         raise TypeError(f"{op}: dtype must be float32 or float64, got {dtype}")
-    k1, k2 = (generator or default_generator).next_keys()
-    return _make(_dt.zeros_buffer(dtype, _shapes.numel(shape)), shape, dtype), k1, k2
+    return _make(_dt.zeros_buffer(dtype, _shapes.numel(shape)), shape, dtype)
 
 
 def rand(*size, dtype=None, requires_grad=False, generator=None, low=0.0, high=1.0):
     """Uniform samples in [low, high) (default [0, 1))."""
-    t, k1, k2 = _random_float("rand", size, dtype, generator)
-    KR.uniform(t._data, t.numel(), k1, k2, float(low), float(high), t.dtype is _dt.float32)
-    return _finish(t, requires_grad)
+    t = _random_float("rand", size, dtype, generator)
+    return _finish(_random_ops.uniform_fill(t, low, high, generator), requires_grad)
 
 
 def randn(*size, dtype=None, requires_grad=False, generator=None, mean=0.0, std=1.0):
     """Standard normal samples (mean 0, std 1)."""
-    t, k1, k2 = _random_float("randn", size, dtype, generator)
-    KR.normal(t._data, t.numel(), k1, k2, float(mean), float(std))
-    return _finish(t, requires_grad)
+    t = _random_float("randn", size, dtype, generator)
+    return _finish(_random_ops.normal_fill(t, mean, std, generator), requires_grad)
 
 
 def rand_like(t, dtype=None, requires_grad=False, generator=None):
@@ -223,23 +219,19 @@ def randint(low=0, high=None, size=None, dtype=None, generator=None):
         raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
     shape = _size("randint", (size,))
     dtype = _dt.get(dtype or _dt.int64)
-    k1, k2 = (generator or default_generator).next_keys()
     t = _make(_dt.zeros_buffer(_dt.int64, _shapes.numel(shape)), shape, _dt.int64)
-    KR.randint(t._data, t.numel(), k1, k2, int(low), int(high))
+    _random_ops.randint_fill(t, low, high, generator)
     return t if dtype is _dt.int64 else t.to(dtype)
 
 
 def randperm(n, dtype=None, generator=None):
     """A random permutation of 0..n-1."""
-    k1, k2 = (generator or default_generator).next_keys()
     t = _make(_dt.zeros_buffer(_dt.int64, n), (n,), _dt.int64)
-    KR.randperm(t._data, n, k1, k2)
+    _random_ops.randperm_fill(t, generator)
     return t if dtype is None else t.to(dtype)
 
 
 def bernoulli_mask(shape, p, dtype, generator=None):
     """A tensor of 1/(1-p) with probability 1-p and 0 otherwise (inverted dropout's mask)."""
-    k1, k2 = (generator or default_generator).next_keys()
     t = _make(_dt.zeros_buffer(dtype, _shapes.numel(shape)), tuple(shape), dtype)
-    KR.bernoulli_scale(t._data, t.numel(), k1, k2, float(p), 1.0 / (1.0 - p) if p < 1 else 0.0)
-    return t
+    return _random_ops.bernoulli_scale_fill(t, p, generator)

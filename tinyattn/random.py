@@ -6,7 +6,11 @@ just (seed, counter), so `get_rng_state()` / `set_rng_state()` make checkpoints 
 tinyattn's stream is not PyTorch's: the same seed gives different numbers in the two libraries
 (move weights between them with `state_dict`, not with seeds).
 """
+from array import array
+
+from . import dtypes as _dt
 from .kernels.random import hash32
+from .tensor import _make
 
 
 class Generator:
@@ -56,8 +60,7 @@ def initial_seed():
 
 def get_rng_state():
     """The generator state as a 2-element int64 tensor (seed, draws so far)."""
-    from .creation import tensor
-    return tensor(list(default_generator.get_state()), dtype="int64")
+    return _make(array("q", default_generator.get_state()), (2,), _dt.int64)
 
 
 def set_rng_state(state):

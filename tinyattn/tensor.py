@@ -8,10 +8,13 @@ has stride 0. Kernels accept these strided views directly where that saves a cop
 
 Autograd state: `requires_grad`, `grad` (accumulated by backward), `grad_fn` (the Function node that
 made this tensor; None for leaves). The op methods are thin: each calls the function of the same name
-in tinyattn/functions.py, where the primitives and their gradients live.
+in tinyattn/ops/ (ops/softmax.py for `x.softmax(dim)`), where the op's forward, backward and kernel
+call live.
 
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
+
+import weakref as _weakref
 
 from . import _shapes
 from . import autograd as _ag
@@ -96,8 +99,7 @@ class Tensor:
     def retain_grad(self):
         """Keep this non-leaf tensor's gradient in `.grad` during backward (for inspection)."""
         if self.grad_fn is not None:
-            import weakref
-            self.grad_fn._retained = weakref.ref(self)
+            self.grad_fn._retained = _weakref.ref(self)
         return self
 
     @property
@@ -198,10 +200,8 @@ class Tensor:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self.shape[0]))
 
-    __hash__ = object.__hash__
-
     def __repr__(self):
-        from ._format import format_tensor
+        from ._format import format_tensor  # here, not at the top: _format.py uses ops (cycle)
         return format_tensor(self)
 
     def __array__(self, *args, **kwargs):  # pragma: no cover - a clear message for np.asarray(t)
@@ -213,7 +213,7 @@ class Tensor:
         for a in args:
             if isinstance(a, (_dt.dtype, str)) and not (isinstance(a, str) and a.startswith("cpu")):
                 dtype = a
-        return self if dtype is None else F.to_dtype(self, _dt.get(dtype))
+        return self if dtype is None else _lay.to_dtype(self, _dt.get(dtype))
 
     def cpu(self):
         return self
@@ -222,22 +222,177 @@ class Tensor:
         return self.to(dtype)
 
     def float(self):
-        return F.to_dtype(self, _dt.float32)
+        return _lay.to_dtype(self, _dt.float32)
 
     def double(self):
-        return F.to_dtype(self, _dt.float64)
+        return _lay.to_dtype(self, _dt.float64)
 
     def long(self):
-        return F.to_dtype(self, _dt.int64)
+        return _lay.to_dtype(self, _dt.int64)
 
     def bool(self):
-        return F.to_dtype(self, _dt.bool)
+        return _lay.to_dtype(self, _dt.bool)
 
     def clone(self):
-        return F.clone(self)
+        return _lay.clone(self)
 
     def contiguous(self):
-        return self if self._packed else F.contiguous(self)
+        return self if self._packed else _lay.contiguous(self)
+
+    # The ops, written out: each method calls the function of the same name in ops/ (the file
+    # named in the section header), where its forward, backward and kernel call live.
+    # flake8: noqa: E704 (one-line methods read as the table they are)
+    # ---------------------------------------------------------------- elementwise: ops/elementwise.py
+    def neg(self): return _ew.neg(self)
+    def abs(self): return _ew.abs(self)
+    def exp(self): return _ew.exp(self)
+    def log(self): return _ew.log(self)
+    def sqrt(self): return _ew.sqrt(self)
+    def rsqrt(self): return _ew.rsqrt(self)
+    def tanh(self): return _ew.tanh(self)
+    def sigmoid(self): return _ew.sigmoid(self)
+    def relu(self): return _ew.relu(self)
+    def gelu(self, approximate='none'): return _ew.gelu(self, approximate)
+    def sin(self): return _ew.sin(self)
+    def cos(self): return _ew.cos(self)
+    def sign(self): return _ew.sign(self)
+    def square(self): return _ew.square(self)
+    def reciprocal(self): return _ew.reciprocal(self)
+    def clamp(self, min=None, max=None): return _ew.clamp(self, min, max)
+    def clip(self, min=None, max=None): return _ew.clamp(self, min, max)
+    def pow(self, exponent): return _ew.pow(self, exponent)
+    def add(self, other, alpha=1): return _ew.add(self, other, alpha)
+    def sub(self, other, alpha=1): return _ew.sub(self, other, alpha)
+    def mul(self, other): return _ew.mul(self, other)
+    def div(self, other): return _ew.div(self, other)
+    def remainder(self, other): return _ew.remainder(self, other)
+    def floor_divide(self, other): return _ew.floor_divide(self, other)
+    def maximum(self, other): return _ew.maximum(self, other)
+    def minimum(self, other): return _ew.minimum(self, other)
+    def masked_fill(self, mask, value): return _ew.masked_fill(self, mask, value)
+    def where(self, condition, other): return _ew.where(condition, self, other)
+    def eq(self, other): return _ew.eq(self, other)
+    def ne(self, other): return _ew.ne(self, other)
+    def lt(self, other): return _ew.lt(self, other)
+    def le(self, other): return _ew.le(self, other)
+    def gt(self, other): return _ew.gt(self, other)
+    def ge(self, other): return _ew.ge(self, other)
+    def logical_and(self, other): return _ew.logical_and(self, other)
+    def logical_or(self, other): return _ew.logical_or(self, other)
+    def logical_xor(self, other): return _ew.logical_xor(self, other)
+    def logical_not(self): return _ew.logical_not(self)
+    def isnan(self): return _ew.isnan(self)
+    def isinf(self): return _ew.isinf(self)
+    def isfinite(self): return _ew.isfinite(self)
+
+    # ---------------------------------------------------------------- reduce: ops/reduce.py
+    def sum(self, dim=None, keepdim=False, dtype=None): return _red.sum(self, dim, keepdim, dtype)
+    def mean(self, dim=None, keepdim=False): return _red.mean(self, dim, keepdim)
+    def var(self, dim=None, unbiased=None, keepdim=False, correction=None):
+        return _red.var(self, dim, unbiased, keepdim, correction)
+    def std(self, dim=None, unbiased=None, keepdim=False, correction=None):
+        return _red.std(self, dim, unbiased, keepdim, correction)
+    def norm(self, p=2, dim=None, keepdim=False): return _red.norm(self, p, dim, keepdim)
+    def max(self, dim=None, keepdim=False): return _red.max(self, dim, keepdim)
+    def min(self, dim=None, keepdim=False): return _red.min(self, dim, keepdim)
+    def amax(self, dim=(), keepdim=False): return _red.amax(self, dim, keepdim)
+    def amin(self, dim=(), keepdim=False): return _red.amin(self, dim, keepdim)
+    def argmax(self, dim=None, keepdim=False): return _red.argmax(self, dim, keepdim)
+    def argmin(self, dim=None, keepdim=False): return _red.argmin(self, dim, keepdim)
+    def logsumexp(self, dim, keepdim=False): return _red.logsumexp(self, dim, keepdim)
+    def all(self, dim=None, keepdim=False): return _red.all(self, dim, keepdim)
+    def any(self, dim=None, keepdim=False): return _red.any(self, dim, keepdim)
+    def sum_to_size(self, *size): return _red.sum_to_size(self, *size)
+
+    # ---------------------------------------------------------------- softmax: ops/softmax.py
+    def softmax(self, dim, dtype=None): return _sm.softmax(self, dim, dtype)
+    def log_softmax(self, dim, dtype=None): return _sm.log_softmax(self, dim, dtype)
+
+    # ---------------------------------------------------------------- matmul: ops/matmul.py
+    def matmul(self, other): return _mm.matmul(self, other)
+    def mm(self, other): return _mm.mm(self, other)
+    def bmm(self, other): return _mm.bmm(self, other)
+
+    # ---------------------------------------------------------------- layout: ops/layout.py
+    def reshape(self, *shape): return _lay.reshape(self, *shape)
+    def view(self, *shape): return _lay.view(self, *shape)
+    def view_as(self, other): return _lay.view_as(self, other)
+    def reshape_as(self, other): return _lay.reshape_as(self, other)
+    def flatten(self, start_dim=0, end_dim=-1): return _lay.flatten(self, start_dim, end_dim)
+    def unflatten(self, dim, sizes): return _lay.unflatten(self, dim, sizes)
+    def transpose(self, dim0, dim1): return _lay.transpose(self, dim0, dim1)
+    def permute(self, *dims): return _lay.permute(self, *dims)
+    def unsqueeze(self, dim): return _lay.unsqueeze(self, dim)
+    def squeeze(self, dim=None): return _lay.squeeze(self, dim)
+    def expand(self, *sizes): return _lay.expand(self, *sizes)
+    def expand_as(self, other): return _lay.expand_as(self, other)
+    def repeat(self, *sizes): return _lay.repeat(self, *sizes)
+    def narrow(self, dim, start, length): return _lay.narrow(self, dim, start, length)
+    def select(self, dim, index): return _lay.select(self, dim, index)
+    def split(self, split_size, dim=0): return _lay.split(self, split_size, dim)
+    def chunk(self, chunks, dim=0): return _lay.chunk(self, chunks, dim)
+    def unbind(self, dim=0): return _lay.unbind(self, dim)
+
+    # ---------------------------------------------------------------- indexing: ops/indexing.py
+    def index_select(self, dim, index): return _idx.index_select(self, dim, index)
+    def gather(self, dim, index): return _idx.gather(self, dim, index)
+    def flip(self, dims): return _idx.flip(self, dims)
+    def tril(self, diagonal=0): return _idx.tril(self, diagonal)
+    def triu(self, diagonal=0): return _idx.triu(self, diagonal)
+    def __getitem__(self, index): return _idx.getitem(self, index)
+    def __setitem__(self, index, value): return _idx.setitem(self, index, value)
+
+    # ---------------------------------------------------------------- inplace: ops/inplace.py
+    def zero_(self): return _inp.zero_(self)
+    def fill_(self, value): return _inp.fill_(self, value)
+    def copy_(self, src): return _inp.copy_(self, src)
+    def add_(self, other, alpha=1): return _inp.add_(self, other, alpha)
+    def sub_(self, other, alpha=1): return _inp.sub_(self, other, alpha)
+    def mul_(self, other): return _inp.mul_(self, other)
+    def div_(self, other): return _inp.div_(self, other)
+    def masked_fill_(self, mask, value): return _inp.masked_fill_(self, mask, value)
+    def clamp_(self, min=None, max=None): return _inp.clamp_(self, min, max)
+    def exp_(self): return _inp.exp_(self)
+    def relu_(self): return _inp.relu_(self)
+    def uniform_(self, a=0.0, b=1.0, generator=None): return _inp.uniform_(self, a, b, generator)
+    def normal_(self, mean=0.0, std=1.0, generator=None):
+        return _inp.normal_(self, mean, std, generator)
+
+    # ---------------------------------------------------------------- operators
+    def __add__(self, other): return _ew.add(self, other)
+    def __radd__(self, other): return _ew.add(self, other)
+    def __sub__(self, other): return _ew.sub(self, other)
+    def __rsub__(self, other): return _ew.rsub(self, other)
+    def __mul__(self, other): return _ew.mul(self, other)
+    def __rmul__(self, other): return _ew.mul(self, other)
+    def __truediv__(self, other): return _ew.div(self, other)
+    def __rtruediv__(self, other): return _ew.rdiv(self, other)
+    def __pow__(self, other): return _ew.pow(self, other)
+    def __rpow__(self, other): return _ew.rpow(self, other)
+    def __mod__(self, other): return _ew.remainder(self, other)
+    def __rmod__(self, other): return _ew.remainder(other, self)
+    def __floordiv__(self, other): return _ew.floor_divide(self, other)
+    def __rfloordiv__(self, other): return _ew.floor_divide(other, self)
+    def __matmul__(self, other): return _mm.matmul(self, other)
+    def __rmatmul__(self, other): return _mm.matmul(other, self)
+    def __neg__(self): return _ew.neg(self)
+    def __abs__(self): return _ew.abs(self)
+    def __invert__(self): return _ew.logical_not(self)
+    def __and__(self, other): return _ew.logical_and(self, other)
+    def __or__(self, other): return _ew.logical_or(self, other)
+    def __xor__(self, other): return _ew.logical_xor(self, other)
+    def __eq__(self, other): return _ew.eq(self, other)
+    def __ne__(self, other): return _ew.ne(self, other)
+    def __lt__(self, other): return _ew.lt(self, other)
+    def __le__(self, other): return _ew.le(self, other)
+    def __gt__(self, other): return _ew.gt(self, other)
+    def __ge__(self, other): return _ew.ge(self, other)
+    def __iadd__(self, other): return _inp.iadd(self, other)
+    def __isub__(self, other): return _inp.isub(self, other)
+    def __imul__(self, other): return _inp.imul(self, other)
+    def __itruediv__(self, other): return _inp.idiv(self, other)
+
+    __hash__ = object.__hash__  # defining __eq__ would otherwise make tensors unhashable
 
 
 def _make(data, shape, dtype, strides=None, offset=0, packed=None):
@@ -288,46 +443,13 @@ _new_tensor = Tensor.__new__
 _ZERO_BUFFERS = _dt._ZERO  # dtype -> a 1-element zero buffer; `buf * n` makes n zeros (fastest way)
 
 
-def _install_methods():
-    """Attach the op library to Tensor as methods and operators: `x.exp()`, `x + y`, `x @ w`, ..."""
-    names = """
-        neg abs exp log sqrt rsqrt tanh sigmoid relu gelu sin cos clamp clip pow square reciprocal
-        add sub mul div remainder floor_divide maximum minimum masked_fill masked_fill_ eq ne lt le gt ge
-        logical_and logical_or logical_not logical_xor isnan isinf isfinite
-        matmul mm bmm sum mean max min amax amin var std argmax argmin logsumexp all any norm
-        softmax log_softmax reshape view view_as reshape_as transpose permute unsqueeze squeeze
-        expand expand_as flatten unflatten narrow split chunk unbind index_select gather repeat
-        sum_to_size flip select zero_ fill_ copy_ add_ sub_ mul_ div_ clamp_ uniform_ normal_
-        __getitem__ __setitem__ tril triu sign exp_ relu_
-    """.split()
-    for name in names:
-        fn = getattr(F, name.strip("_") if name.startswith("__") else name, None)
-        if name == "__getitem__":
-            fn = F.getitem
-        elif name == "__setitem__":
-            fn = F.setitem
-        if fn is None:
-            raise AttributeError(f"functions.{name} is missing")
-        setattr(Tensor, name, fn)
-    ops = {
-        "__add__": F.add, "__radd__": lambda a, b: F.add(a, b), "__sub__": F.sub,
-        "__rsub__": lambda a, b: F.rsub(a, b), "__mul__": F.mul, "__rmul__": lambda a, b: F.mul(a, b),
-        "__truediv__": F.div, "__rtruediv__": lambda a, b: F.rdiv(a, b), "__pow__": F.pow,
-        "__rpow__": lambda a, b: F.rpow(a, b), "__matmul__": F.matmul,
-        "__mod__": F.remainder, "__rmod__": lambda a, b: F.remainder(b, a),
-        "__floordiv__": F.floor_divide, "__rfloordiv__": lambda a, b: F.floor_divide(b, a),
-        "__rmatmul__": lambda a, b: F.matmul(b, a), "__neg__": F.neg, "__abs__": F.abs,
-        "__eq__": F.eq, "__ne__": F.ne, "__lt__": F.lt, "__le__": F.le, "__gt__": F.gt, "__ge__": F.ge,
-        "__and__": F.logical_and, "__or__": F.logical_or, "__xor__": F.logical_xor,
-        "__invert__": F.logical_not, "__iadd__": F.iadd, "__isub__": F.isub, "__imul__": F.imul,
-        "__itruediv__": F.idiv,
-        "where": lambda self, condition, other: F.where(condition, self, other),
-    }
-    for name, fn in ops.items():
-        setattr(Tensor, name, fn)
-    Tensor.__hash__ = object.__hash__
 
-
-from . import functions as F  # noqa: E402  (functions.py needs Tensor defined above)
-
-_install_methods()
+# tensor.py and ops/ need each other: ops make Tensors, and Tensor's methods call ops. The ops
+# modules are imported here, after Tensor, _make and _empty exist, because they import those names.
+from .ops import elementwise as _ew  # noqa: E402
+from .ops import indexing as _idx  # noqa: E402
+from .ops import inplace as _inp  # noqa: E402
+from .ops import layout as _lay  # noqa: E402
+from .ops import matmul as _mm  # noqa: E402
+from .ops import reduce as _red  # noqa: E402
+from .ops import softmax as _sm  # noqa: E402

@@ -11,6 +11,7 @@ from collections import OrderedDict, namedtuple
 from .. import dtypes as _dt
 from ..autograd import no_grad
 from ..tensor import Tensor, _make
+from ..creation import empty, tensor
 
 
 class Parameter(Tensor):
@@ -18,7 +19,6 @@ class Parameter(Tensor):
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
-            from ..creation import empty
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter: expected a Tensor, got {type(data).__name__}")
@@ -274,7 +274,6 @@ class Module:
         Values may be tinyattn tensors or anything with .tolist() and .shape (a torch.Tensor).
         strict=True raises on missing or unexpected keys; a shape mismatch always raises.
         Returns (missing_keys, unexpected_keys)."""
-        from ..creation import tensor as _tensor
         own = self.state_dict(keep_vars=True)
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
@@ -295,7 +294,7 @@ class Module:
                 if not hasattr(v, "tolist"):
                     errors.append(f'"{k}" is a {type(v).__name__}, not a tensor.')
                     continue
-                v = _tensor(v.tolist(), dtype=target.dtype) if len(tuple(v.shape)) else _tensor(
+                v = tensor(v.tolist(), dtype=target.dtype) if len(tuple(v.shape)) else tensor(
                     v.item(), dtype=target.dtype)
             if tuple(v.shape) != tuple(target.shape):
                 errors.append(f"size mismatch for {k}: copying a param with shape "

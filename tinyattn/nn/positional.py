@@ -11,8 +11,8 @@ symmetry, so "dog bites man" and "man bites dog" look different to the model.
 Chapter 3 of the tour (docs/03-attention.md) walks through this file.
 """
 from .. import dtypes as _dt
-from .. import functions as _f
 from ..creation import arange, empty, tensor
+from ..ops.elementwise import where
 from . import init
 from .dropout import Dropout
 from .module import Module, Parameter
@@ -30,7 +30,7 @@ def sinusoidal_table(max_len, d_model, dtype=None):
     pos = arange(max_len, dtype=_dt.float64).view(max_len, 1)       # (T, 1)
     angle = pos * tensor(freqs, dtype=_dt.float64).view(1, d_model)  # (T, d) pos / 10000^(2i/d)
     even = tensor([j % 2 == 0 for j in range(d_model)]).view(1, d_model)  # (1, d)
-    table = _f.where(even, angle.sin(), angle.cos())                 # (T, d)
+    table = where(even, angle.sin(), angle.cos())                 # (T, d)
     return table.to(_dt.get(dtype or _dt.float32))
 
 

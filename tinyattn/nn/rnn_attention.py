@@ -27,11 +27,12 @@ Chapter 4 of the tour (docs/04-seq2seq.md) walks through this file.
 import math
 
 from .. import dtypes as _dt
-from .. import functions as _f
-from ..autograd import Function
-from ..kernels import attention as KA
-from ..kernels import attention as KC
-from ..tensor import Tensor, _empty
+from ..ops.attention import additive_score, attention_context
+from ..ops.elementwise import masked_fill
+from ..ops.layout import narrow, squeeze, transpose, unsqueeze
+from ..tensor import Tensor
+from ..ops.matmul import matmul
+from ..ops.softmax import softmax
 from .linear import Linear
 from .module import Module
 
@@ -53,91 +54,17 @@ def _check(op, query, keys, key_padding_mask, query_size, key_size):
                              f"(B, S), got {tuple(key_padding_mask.shape)}")
 
 
-class _AdditiveScore(Function):
-    """scores[b, s] = sum_a v[a] tanh(pk[b, s, a] + q[b, a]) as one node; pk (B, S, A), q (B, A),
-    v (A) -> (B, S). Gradients in kernels/attention.py."""
-
-    op_name = "AdditiveScore"
-
-    @staticmethod
-    def forward(ctx, pk, q, v):
-        B, S, A = pk.shape
-        pk, q, v = _f._packed(pk), _f._packed(q), _f._packed(v)
-        t = _empty((B, S, A), pk.dtype)
-        scores = _empty((B, S), pk.dtype)
-        KA.additive_score_forward(pk._data, q._data, v._data, t._data, scores._data, B, S, A)
-        ctx.save_for_backward(t, v)
-        return scores
-
-    @staticmethod
-    def backward(ctx, g):
-        t, v = ctx.saved_tensors
-        B, S, A = t.shape
-        dpk = _empty((B, S, A), t.dtype)
-        dq = _empty((B, A), t.dtype)
-        dv = _empty(v.shape, t.dtype)  # (A,), or (1, A): v.weight of a Linear(A, 1)
-        KA.additive_score_backward(_f._packed(g)._data, t._data, v._data, B, S, A, dpk._data,
-                                   dq._data, dv._data)
-        return dpk, dq, dv
-
-
-def additive_score(projected_keys, projected_query, v):
-    """v^T tanh(pk + q) for every source position: pk (B, S, A), q (B, A), v (A) -> (B, S)."""
-    pk, q = projected_keys, projected_query
-    if pk.ndim != 3 or q.shape != (pk.shape[0], pk.shape[2]) or v.shape != (pk.shape[2],):
-        raise ValueError(f"additive_score: expected projected keys (B, S, A), query (B, A) and v "
-                         f"(A,), got {tuple(pk.shape)}, {tuple(q.shape)} and {tuple(v.shape)}")
-    return _additive_score(pk, q, v)
-
-
-def _additive_score(pk, q, v):
-    """additive_score without its shape checks; v may also be (1, A) (a Linear's weight, used
-    as it is rather than through a reshape node at every decoder step)."""
-    dt = _dt.promote_types(_dt.promote_types(pk.dtype, q.dtype), v.dtype)
-    return _AdditiveScore.apply(_f.to_dtype(pk, dt), _f.to_dtype(q, dt), _f.to_dtype(v, dt))
-
-
-class _Context(Function):
-    """context[b] = sum_s weights[b, s] keys[b, s] as one node: weights (B, S), keys (B, S, C)
-    -> (B, C). d weights[b, s] = g[b] . keys[b, s],  d keys[b, s] = weights[b, s] g[b]
-    (kernels/attention.py). The same as the (B, 1, S) @ (B, S, C) product, minus its views."""
-
-    op_name = "Context"
-
-    @staticmethod
-    def forward(ctx, weights, keys):
-        B, S, C = keys.shape
-        w = _f._packed(weights)
-        out = _empty((B, C), keys.dtype)
-        KC.CONTEXT_FORWARD[keys.dtype.typecode](w._data, keys._data, keys._offset, keys._strides[0],
-                                        keys._strides[1], out._data, B, S, C)
-        if ctx.needs_input_grad:
-            ctx.w = w
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        weights, keys = ctx.inputs
-        B, S, C = keys.shape
-        dw = _empty((B, S), keys.dtype)
-        dk = _empty((B, S, C), keys.dtype)
-        KC.CONTEXT_BACKWARD[keys.dtype.typecode](_f._packed(g)._data, ctx.w._data, keys._data,
-                                         keys._offset, keys._strides[0], keys._strides[1],
-                                         dw._data, dk._data, B, S, C)
-        return dw, dk
-
-
 def _weigh_keys(scores, keys, key_padding_mask):
     """Masked softmax over the source, then the weighted sum of the keys.
 
     scores (B, S), keys (B, S, H_enc) -> context (B, H_enc), weights (B, S)."""
     if key_padding_mask is not None:
-        scores = _f.masked_fill(scores, key_padding_mask, -math.inf)
-    weights = _f.softmax(scores, -1)  # (B, S); an all -inf row gives zeros
+        scores = masked_fill(scores, key_padding_mask, -math.inf)
+    weights = softmax(scores, -1)  # (B, S); an all -inf row gives zeros
     if weights.dtype is keys.dtype and keys._strides[2] == 1:
-        context = _Context.apply(weights, keys)  # sum_s weights[:, s] keys[:, s]: fused
+        context = attention_context(weights, keys)  # sum_s weights[:, s] keys[:, s]: fused
     else:  # the same as a batched product: (B, 1, S) @ (B, S, H)
-        context = _f.squeeze(_f.matmul(_f.unsqueeze(weights, 1), keys), 1)
+        context = squeeze(matmul(unsqueeze(weights, 1), keys), 1)
     return context, weights
 
 
@@ -168,7 +95,7 @@ class AdditiveAttention(Module):
         pk = self.precompute_keys(keys) if projected_keys is None else projected_keys  # (B, S, A)
         q = self.query_proj(query)  # (B, A)
         # v^T tanh(U h_s + W s) for all s at once, fused (the ops: tanh(pk + q[:, None]) @ v)
-        scores = _additive_score(pk, q, self.v.weight)  # (B, S); v.weight is (1, A)
+        scores = additive_score(pk, q, self.v.weight, check=False)  # (B, S); v.weight is (1, A)
         return _weigh_keys(scores, keys, key_padding_mask)
 
     def extra_repr(self):
@@ -208,18 +135,18 @@ class LuongAttention(Module):
             return keys
         if self.score == "general":
             return self.W_a(keys)
-        w_key = _f.narrow(self.W_a.weight, 1, self.query_size, self.key_size)  # (A, H_enc)
-        return _f.matmul(keys, _f.transpose(w_key, 0, 1))
+        w_key = narrow(self.W_a.weight, 1, self.query_size, self.key_size)  # (A, H_enc)
+        return matmul(keys, transpose(w_key, 0, 1))
 
     def forward(self, query, keys, key_padding_mask=None, projected_keys=None):
         _check("LuongAttention", query, keys, key_padding_mask, self.query_size, self.key_size)
         pk = self.precompute_keys(keys) if projected_keys is None else projected_keys
         if self.score == "concat":
-            w_query = _f.narrow(self.W_a.weight, 1, 0, self.query_size)  # (A, H_dec)
-            q = _f.matmul(query, _f.transpose(w_query, 0, 1))  # (B, A)
-            scores = _additive_score(pk, q, self.v.weight)  # (B, S); v.weight is (1, A)
+            w_query = narrow(self.W_a.weight, 1, 0, self.query_size)  # (A, H_dec)
+            q = matmul(query, transpose(w_query, 0, 1))  # (B, A)
+            scores = additive_score(pk, q, self.v.weight, check=False)  # (B, S); v.weight is (1, A)
         else:
-            scores = _f.squeeze(_f.matmul(pk, _f.unsqueeze(query, 2)), 2)  # (B, S, H) @ (B, H, 1)
+            scores = squeeze(matmul(pk, unsqueeze(query, 2)), 2)  # (B, S, H) @ (B, H, 1)
         return _weigh_keys(scores, keys, key_padding_mask)
 
     def extra_repr(self):

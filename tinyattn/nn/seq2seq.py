@@ -29,10 +29,14 @@ import math
 from collections import namedtuple
 
 from .. import dtypes as _dt
-from .. import functions as _f
 from ..autograd import no_grad
 from ..creation import tensor, zeros
 from ..tensor import Tensor
+from ..ops.elementwise import eq, tanh
+from ..ops.indexing import index_select
+from ..ops.layout import cat, reshape, stack
+from ..ops.reduce import argmax, sum
+from ..ops.softmax import log_softmax
 from . import functional as F
 from .linear import Linear
 from .module import Module
@@ -85,7 +89,7 @@ class Seq2SeqEncoder(Module):
         outputs, h_n = self.rnn(emb, lengths=lengths)  # (B, S, C), (layers * D, B, H)
         D = self.num_directions
         last = [h_n[h_n.shape[0] - D + d] for d in range(D)]  # the top layer's directions
-        final = last[0] if D == 1 else _f.cat(last, 1)  # (B, C)
+        final = last[0] if D == 1 else cat(last, 1)  # (B, C)
         return outputs, final
 
 
@@ -125,7 +129,7 @@ class AttentionDecoder(Module):
         return Memory(enc_outputs, pk, mask, enc_final)
 
     def initial_state(self, memory):
-        s0 = _f.tanh(self.bridge(memory.final))  # (B, H)
+        s0 = tanh(self.bridge(memory.final))  # (B, H)
         if self.kind == "luong":
             return (s0, zeros(s0.shape[0], self.hidden_size, dtype=s0.dtype))
         return (s0,)
@@ -135,16 +139,16 @@ class AttentionDecoder(Module):
         s_prev = state[0]  # (B, H)
         if self.kind == "bahdanau":
             c, a = self.attention(s_prev, memory.keys, memory.mask, memory.projected_keys)
-            s = self.cell(_f.cat([e, c], 1), s_prev)  # (B, H)
-            return _f.cat([s, c, e], 1), (s,), a
+            s = self.cell(cat([e, c], 1), s_prev)  # (B, H)
+            return cat([s, c, e], 1), (s,), a
         if self.kind == "luong":
-            s = self.cell(_f.cat([e, state[1]], 1), s_prev)
+            s = self.cell(cat([e, state[1]], 1), s_prev)
             c, a = self.attention(s, memory.keys, memory.mask, memory.projected_keys)
-            h_tilde = _f.tanh(self.combine(_f.cat([c, s], 1)))  # (B, H)
+            h_tilde = tanh(self.combine(cat([c, s], 1)))  # (B, H)
             return h_tilde, (s, h_tilde), a
         c = memory.final  # the fixed context: all the decoder ever sees of the source
-        s = self.cell(_f.cat([e, c], 1), s_prev)
-        return _f.cat([s, c, e], 1), (s,), None
+        s = self.cell(cat([e, c], 1), s_prev)
+        return cat([s, c, e], 1), (s,), None
 
 
 class Seq2Seq(Module):
@@ -178,9 +182,9 @@ class Seq2Seq(Module):
         """Run the encoder; returns the decoder's Memory for this batch."""
         if not isinstance(src, Tensor) or src.ndim != 2 or src.dtype is not _dt.int64:
             raise ValueError("Seq2Seq: src must be an int64 tensor of shape (B, S)")
-        pad = _f.eq(src, self.pad_idx)  # (B, S), True at padding
+        pad = eq(src, self.pad_idx)  # (B, S), True at padding
         if src_lengths is None:
-            src_lengths = (src.shape[1] - _f.sum(pad, 1)).tolist()
+            src_lengths = (src.shape[1] - sum(pad, 1)).tolist()
         elif isinstance(src_lengths, Tensor):
             src_lengths = src_lengths.tolist()
         full = all(n == src.shape[1] for n in src_lengths)
@@ -200,17 +204,17 @@ class Seq2Seq(Module):
             f, state, a = self.decoder.step(tgt_in[:, t], state, memory)
             feats.append(f)
             weights.append(a)
-        logits = self.decoder.out(_f.stack(feats, 1))  # (B, T, V): one matmul for all steps
+        logits = self.decoder.out(stack(feats, 1))  # (B, T, V): one matmul for all steps
         if not return_attention:
             return logits
-        return logits, (None if weights[0] is None else _f.stack(weights, 1))
+        return logits, (None if weights[0] is None else stack(weights, 1))
 
     def loss(self, src, tgt, src_lengths=None, label_smoothing=0.0):
         """Mean cross-entropy of predicting tgt[:, 1:] from tgt[:, :-1]; tgt (B, T+1) starts with bos
         and is padded with pad_idx (ignored)."""
         logits = self(src, tgt[:, :-1], src_lengths)  # (B, T, V)
         V = logits.shape[2]
-        return F.cross_entropy(_f.reshape(logits, (-1, V)), _f.reshape(tgt[:, 1:], (-1,)),
+        return F.cross_entropy(reshape(logits, (-1, V)), reshape(tgt[:, 1:], (-1,)),
                                ignore_index=self.pad_idx, label_smoothing=label_smoothing)
 
     # ------------------------------------------------------------------ decoding
@@ -229,8 +233,8 @@ class Seq2Seq(Module):
         done = [False] * B
         for _ in range(max_len):
             f, state, a = self.decoder.step(tokens, state, memory)
-            logp = _f.log_softmax(self.decoder.out(f), -1)  # (B, V)
-            best = _f.argmax(logp, -1).tolist()
+            logp = log_softmax(self.decoder.out(f), -1)  # (B, V)
+            best = argmax(logp, -1).tolist()
             best_logp = logp.tolist()
             for b in range(B):
                 if done[b]:
@@ -257,12 +261,12 @@ class Seq2Seq(Module):
         results = []
         for b in range(src.shape[0]):
             rows = tensor([b] * beam_size, dtype=_dt.int64)
-            mem_b = Memory(*(None if m is None else _f.index_select(m, 0, rows) for m in memory))
+            mem_b = Memory(*(None if m is None else index_select(m, 0, rows) for m in memory))
             state = self.decoder.initial_state(mem_b)
 
             def step(tokens, state, mem_b=mem_b):
                 f, state, a = self.decoder.step(tokens, state, mem_b)
-                return _f.log_softmax(self.decoder.out(f), -1), state, a
+                return log_softmax(self.decoder.out(f), -1), state, a
 
             best = beam_search(step, state, self.bos_idx, self.eos_idx, beam_size, max_len, alpha)
             results.append(_trimmed(best, src_lengths, b))
@@ -289,7 +293,7 @@ def _cannot_improve(finished, live_scores, max_len, alpha):
 
 def _stack_rows(rows):
     """Attention rows of the emitted tokens as (len, S), or None (no attention, or no token)."""
-    return None if not rows or rows[0] is None else _f.stack(rows, 0)
+    return None if not rows or rows[0] is None else stack(rows, 0)
 
 
 def beam_search(step, state, bos, eos, beam_size=4, max_len=50, alpha=0.0):
@@ -342,7 +346,7 @@ def beam_search(step, state, bos, eos, beam_size=4, max_len=50, alpha=0.0):
             parents.append(parents[0])
             new_last.append(bos)
         idx = tensor(parents, dtype=_dt.int64)
-        state = tuple(_f.index_select(s, 0, idx) for s in state)
+        state = tuple(index_select(s, 0, idx) for s in state)
         tokens, attns, scores, last = new_tokens, new_attns, new_scores, new_last
     else:
         finished += [(scores[k], tokens[k], attns[k], len(tokens[k])) for k in range(K)

@@ -10,10 +10,9 @@ now and then it explodes; one huge step can wreck a model that was training well
 import math
 
 from .. import dtypes as _dt
-from .. import functions as _f
 from ..autograd import no_grad
 from ..creation import tensor
-from ..kernels import reduce as KR
+from ..ops.reduce import sum_of_squares
 from ..tensor import Tensor
 
 
@@ -25,13 +24,11 @@ def _grads(parameters):
 
 def _norm_of(g, norm_type):
     """|| g ||_p of one gradient, as a Python float (computed in float64)."""
-    g = _f.contiguous(g)
     if norm_type == 2.0:
-        return math.sqrt(KR.sumsq_all(g._data, g.numel()))
+        return math.sqrt(sum_of_squares(g))
     if norm_type == math.inf:
-        return float(_f.amax(_f.abs(g)).item()) if g.numel() else 0.0
-    return float(_f.sum(_f.pow(_f.abs(_f.to_dtype(g, _dt.float64)), norm_type)).item()) ** (
-        1.0 / norm_type)
+        return float(g.abs().amax().item()) if g.numel() else 0.0
+    return float(g.double().abs().pow(norm_type).sum().item()) ** (1.0 / norm_type)
 
 
 @no_grad()

@@ -2,9 +2,9 @@
 from array import array
 
 from .. import dtypes as _dt
-from ..kernels import optim as K
+from ..ops.optim import adam_step_
 from ..tensor import _make
-from .optimizer import _EMPTY, Optimizer, _check_lengths, _check_number
+from .optimizer import Optimizer, _check_number
 
 
 class Adam(Optimizer):
@@ -56,7 +56,6 @@ class Adam(Optimizer):
         amsgrad = bool(group["amsgrad"])
         if amsgrad and "max_exp_avg_sq" not in state:
             state["max_exp_avg_sq"] = self._new_state_tensor(p)
-        v_max = state["max_exp_avg_sq"]._data if amsgrad else _EMPTY[p.dtype.typecode]
 
         # The step counter is a float32 tensor in PyTorch; keeping that type keeps checkpoints
         # interchangeable (and exact: float32 counts integers exactly up to 2^24).
@@ -71,12 +70,12 @@ class Adam(Optimizer):
         step_size = lr / bias_correction1
         bias_correction2_sqrt = bias_correction2 ** 0.5
 
-        n = p.numel()
-        m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
-        _check_lengths(n, p._data, grad._data, m, v, v_max if amsgrad else None)
-        K.adam_step(p._data, grad._data, m, v, v_max, n, lr, beta1, beta2, float(group["eps"]),
-                    float(group["weight_decay"]), bool(group["decoupled_weight_decay"]), amsgrad,
-                    bool(group["maximize"]), step_size, bias_correction2_sqrt)
+        adam_step_(p, grad, state["exp_avg"], state["exp_avg_sq"],
+                   state["max_exp_avg_sq"] if amsgrad else None, lr=lr, beta1=beta1, beta2=beta2,
+                   eps=float(group["eps"]), weight_decay=float(group["weight_decay"]),
+                   decoupled_weight_decay=bool(group["decoupled_weight_decay"]), amsgrad=amsgrad,
+                   maximize=bool(group["maximize"]), step_size=step_size,
+                   bias_correction2_sqrt=bias_correction2_sqrt)
 
 
 class AdamW(Adam):

@@ -24,6 +24,7 @@ from collections import defaultdict
 from ..autograd import enable_grad, no_grad
 from ..tensor import Tensor, _make
 from .. import dtypes as _dt
+from ..creation import tensor
 
 
 class Optimizer:
@@ -267,8 +268,6 @@ def _state_value(opt_name, index, key, value, p):
     """One entry of a loaded per-parameter state: tensors are copied (the optimizer will update
     them in place, which must not change the dict they came from) and converted to p's dtype,
     except the step counter, which stays a float32 scalar as in PyTorch."""
-    from ..creation import tensor
-
     if isinstance(value, Tensor):
         t = value.detach()
     elif hasattr(value, "tolist") and hasattr(value, "shape"):  # a torch.Tensor
@@ -303,16 +302,3 @@ def _check_number(opt_name, key, value, low=0.0, high=None, high_open=False):
         bound = f"in [{low}, {high})" if high_open else (
             f"in [{low}, {high}]" if high is not None else f">= {low}")
         raise ValueError(f"{opt_name}: invalid {key} {value!r}; it must be {bound}")
-
-
-# An empty buffer per float typecode, passed for state a kernel does not use (so that the kernel's
-# argument types stay the same and numba compiles one version per dtype).
-_EMPTY = {"f": array("f"), "d": array("d")}
-
-
-def _check_lengths(n, *buffers):
-    """numba does not bounds-check: make sure every buffer a kernel will index holds n values."""
-    for b in buffers:
-        if b is not None and len(b) < n:
-            raise RuntimeError(f"optimizer: a buffer holds {len(b)} values but the parameter has "
-                               f"{n}; was the state loaded for a different parameter?")

@@ -1,6 +1,6 @@
 """Stochastic gradient descent, with momentum, dampening, Nesterov momentum and weight decay."""
-from ..kernels import optim as K
-from .optimizer import _EMPTY, Optimizer, _check_lengths, _check_number
+from ..ops.optim import sgd_step_
+from .optimizer import Optimizer, _check_number
 
 
 class SGD(Optimizer):
@@ -39,18 +39,14 @@ class SGD(Optimizer):
 
     def _update(self, p, grad, state, group):
         momentum = float(group["momentum"])
-        first_step = False
+        buf, first_step = None, False
         if momentum != 0.0:
             buf = state.get("momentum_buffer")
             if buf is None:
                 buf = state["momentum_buffer"] = self._new_state_tensor(p)
                 first_step = True
-            buf_data = buf._data
-        else:
-            buf_data = _EMPTY[p.dtype.typecode]
-        n = p.numel()
-        _check_lengths(n, p._data, grad._data, buf_data if momentum != 0.0 else None)
-        K.sgd_step(p._data, grad._data, buf_data, n, float(group["lr"]), momentum,
-                   float(group["dampening"]), float(group["weight_decay"]),
-                   bool(group["nesterov"]), bool(group["maximize"]), first_step)
+        sgd_step_(p, grad, buf, lr=float(group["lr"]), momentum=momentum,
+                  dampening=float(group["dampening"]), weight_decay=float(group["weight_decay"]),
+                  nesterov=bool(group["nesterov"]), maximize=bool(group["maximize"]),
+                  first_step=first_step)
 

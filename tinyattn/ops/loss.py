@@ -1,4 +1,9 @@
-"""Loss functions of the functional API (re-exported by nn/functional.py), with PyTorch's semantics.
+"""Losses (re-exported by nn/functional.py as F.cross_entropy, ...), with PyTorch's semantics.
+
+    CrossEntropyRows   loss_i = logsumexp(x_i) - x_i[t_i] (+ label smoothing), fused per row
+                       dx_i = softmax(x_i) - onehot(t_i), times the upstream gradient and weight
+    NLLRows            loss_i = -x_i[t_i]
+    BCEWithLogits      loss = max(x, 0) - x t + log(1 + exp(-|x|)), stable for any logit
 
     cross_entropy   fused log-softmax + NLL (one kernel pass per row), class-index or probability
                     targets, class weights, ignore_index, label smoothing
@@ -13,16 +18,21 @@ reduction='mean' with class weights divides by the sum of the weights of the tar
 ignored, not by the number of targets: loss = sum_i w_{t_i} l_i / sum_i w_{t_i} (PyTorch's rule). If
 every target is ignored that is 0 / 0 = nan, as in PyTorch.
 
-Chapter 5 of the tour (docs/05-transformer.md) walks through this file.
+Chapter 5 of the tour (docs/05-transformer.md) walks through this file (kernels: kernels/loss.py).
 """
 import math
 from array import array
 
 from .. import dtypes as _dt
-from .. import functions as _f
 from ..autograd import Function
 from ..kernels import loss as KL
 from ..tensor import Tensor, _empty, _make
+from ._launch import copy, packed
+from .elementwise import add, mul, neg, sub
+from .indexing import movedim_back, movedim_front
+from .layout import contiguous, expand, reshape, to_dtype
+from .reduce import mean, sum
+from .softmax import log_softmax
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -42,19 +52,19 @@ def _rows_last(op, input, target):
         raise ValueError(f"{op}: input must have a class dimension, got a 0-d tensor")
     if input.ndim == 1:  # unbatched (C,) with a 0-d target
         expected = ()
-        rows = _f.reshape(input, (1, input.shape[0]))
+        rows = reshape(input, (1, input.shape[0]))
     else:
         expected = (input.shape[0],) + tuple(input.shape[2:])
-        moved = _f.movedim_back(_f.movedim_front(input, 1), input.ndim - 1) if input.ndim > 2 \
+        moved = movedim_back(movedim_front(input, 1), input.ndim - 1) if input.ndim > 2 \
             else input
-        rows = _f.reshape(moved, (-1, input.shape[1]))
+        rows = reshape(moved, (-1, input.shape[1]))
     if tuple(target.shape) != expected:
         raise ValueError(f"{op}: expected a target of shape {expected} for an input of shape "
                          f"{tuple(input.shape)} (class dim {1 if input.ndim > 1 else 0}), got "
                          f"{tuple(target.shape)}")
     if target.dtype is not _dt.int64:
         raise TypeError(f"{op}: class-index targets must be int64, got {target.dtype}")
-    return _f.contiguous(rows), _f._packed(_f.reshape(target, (-1,))), expected
+    return contiguous(rows), packed(reshape(target, (-1,))), expected
 
 
 def _weight_buffer(op, weight, C, dtype):
@@ -65,7 +75,7 @@ def _weight_buffer(op, weight, C, dtype):
     if not isinstance(weight, Tensor) or tuple(weight.shape) != (C,):
         got = tuple(weight.shape) if isinstance(weight, Tensor) else type(weight).__name__
         raise ValueError(f"{op}: weight must be a tensor of shape ({C},), one per class, got {got}")
-    return _f._copy(weight.detach(), dtype)._data, True
+    return copy(weight.detach(), dtype)._data, True
 
 
 def _raise_bad_target(op, targets, bad, C):
@@ -74,7 +84,7 @@ def _raise_bad_target(op, targets, bad, C):
                      f"< {C}, or ignore_index)")
 
 
-class _CrossEntropyRows(Function):
+class CrossEntropyRows(Function):
     """Per-row cross-entropy of logits x (M, C) against class indices (M,): see kernels/loss.py for
     the formula and its gradient. Returns the (M,) unreduced losses; total weight goes in `stats`."""
 
@@ -95,18 +105,18 @@ class _CrossEntropyRows(Function):
         x, targets, weight, has_weight, ignore_index, eps, _ = ctx.inputs
         M, C = x.shape
         dx = _empty((M, C), x.dtype)
-        KL.cross_entropy_backward(_f._packed(g)._data, x._data, targets._data, weight, has_weight,
+        KL.cross_entropy_backward(packed(g)._data, x._data, targets._data, weight, has_weight,
                                   ignore_index, eps, M, C, ctx.lse._data, dx._data)
         return dx, None, None, None, None, None, None
 
 
 def _reduce_weighted(losses, total_weight, reduction, shape):
     if reduction == "none":
-        return _f.reshape(losses, shape)
-    total = _f.sum(losses)
+        return reshape(losses, shape)
+    total = sum(losses)
     if reduction == "sum":
         return total
-    return _f.mul(total, 1.0 / total_weight) if total_weight != 0 else _f.mul(total, math.nan)
+    return mul(total, 1.0 / total_weight) if total_weight != 0 else mul(total, math.nan)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,  # noqa: A002
@@ -134,7 +144,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if bad >= 0:
         _raise_bad_target("cross_entropy", targets, bad, C)
     stats = array("d", [0.0])
-    losses = _CrossEntropyRows.apply(x, targets, wbuf, has_w, int(ignore_index),
+    losses = CrossEntropyRows.apply(x, targets, wbuf, has_w, int(ignore_index),
                                      float(label_smoothing), stats)
     return _reduce_weighted(losses, stats[0], reduction, shape)
 
@@ -148,21 +158,21 @@ def _cross_entropy_probs(input, target, weight, reduction, eps):
                          f"{tuple(input.shape)}, got {tuple(target.shape)}")
     class_dim = 1 if input.ndim > 1 else 0
     C = input.shape[class_dim]
-    logp = _f.log_softmax(input, class_dim)
-    t = target if eps == 0.0 else _f.add(_f.mul(target, 1.0 - eps), eps / C)
-    prod = _f.mul(logp, t)
+    logp = log_softmax(input, class_dim)
+    t = target if eps == 0.0 else add(mul(target, 1.0 - eps), eps / C)
+    prod = mul(logp, t)
     if weight is not None:
         _weight_buffer("cross_entropy", weight, C, input.dtype)  # validates the shape
         wshape = [1] * input.ndim
         wshape[class_dim] = C
-        prod = _f.mul(prod, _f.reshape(weight, tuple(wshape)))
-    losses = _f.neg(_f.sum(prod, class_dim))
+        prod = mul(prod, reshape(weight, tuple(wshape)))
+    losses = neg(sum(prod, class_dim))
     if reduction == "none":
         return losses
-    return _f.sum(losses) if reduction == "sum" else _f.mean(losses)
+    return sum(losses) if reduction == "sum" else mean(losses)
 
 
-class _NLLRows(Function):
+class NLLRows(Function):
     """loss_i = -w_{t_i} * x[i, t_i] for log-probabilities x (M, C);  dx[i, t_i] = -w_{t_i} * g_i."""
 
     op_name = "NllLoss"
@@ -180,7 +190,7 @@ class _NLLRows(Function):
         x, targets, weight, has_weight, ignore_index, _ = ctx.inputs
         M, C = x.shape
         dx = _empty((M, C), x.dtype)
-        KL.nll_backward(_f._packed(g)._data, targets._data, weight, has_weight, ignore_index, M, C,
+        KL.nll_backward(packed(g)._data, targets._data, weight, has_weight, ignore_index, M, C,
                         dx._data)
         return dx, None, None, None, None, None
 
@@ -201,11 +211,11 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,  
     if bad >= 0:
         _raise_bad_target("nll_loss", targets, bad, C)
     stats = array("d", [0.0])
-    losses = _NLLRows.apply(x, targets, wbuf, has_w, int(ignore_index), stats)
+    losses = NLLRows.apply(x, targets, wbuf, has_w, int(ignore_index), stats)
     return _reduce_weighted(losses, stats[0], reduction, shape)
 
 
-class _BCEWithLogits(Function):
+class BCEWithLogits(Function):
     """Elementwise (1 - t) x + (1 + (pw - 1) t) softplus(-x) on equal-shape packed x, t, pw (see
     kernels/loss.py for the stable form and the gradients for x, t and pw)."""
 
@@ -221,7 +231,7 @@ class _BCEWithLogits(Function):
     def backward(ctx, g):
         x, t, pw = ctx.inputs
         dx, dt, dpw = (_empty(x.shape, x.dtype) for _ in range(3))
-        KL.bce_with_logits_backward(_f._packed(g)._data, x._data, t._data, pw._data, x.numel(),
+        KL.bce_with_logits_backward(packed(g)._data, x._data, t._data, pw._data, x.numel(),
                                     dx._data, dt._data, dpw._data)
         return dx, dt, dpw
 
@@ -242,20 +252,20 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         raise ValueError(f"binary_cross_entropy_with_logits: target size {tuple(target.shape)} "
                          f"must be the same as input size {tuple(input.shape)}")
     dt = input.dtype if input.dtype.is_floating_point else _dt.float32
-    x = _f.contiguous(_f.to_dtype(input, dt))
-    t = _f.contiguous(_f.to_dtype(target, dt))
+    x = contiguous(to_dtype(input, dt))
+    t = contiguous(to_dtype(target, dt))
     if pos_weight is None:
         pw = _make(_dt.zeros_buffer(dt, 1), (), dt)
         pw._data[0] = 1.0
     else:
-        pw = _f.to_dtype(pos_weight, dt)
-    pw = _f.contiguous(_f.expand(pw, x.shape)) if pw.shape != x.shape else _f.contiguous(pw)
-    loss = _BCEWithLogits.apply(x, t, pw)
+        pw = to_dtype(pos_weight, dt)
+    pw = contiguous(expand(pw, x.shape)) if pw.shape != x.shape else contiguous(pw)
+    loss = BCEWithLogits.apply(x, t, pw)
     if weight is not None:
-        loss = _f.mul(loss, weight)
+        loss = mul(loss, weight)
     if reduction == "none":
         return loss
-    return _f.sum(loss) if reduction == "sum" else _f.mean(loss)
+    return sum(loss) if reduction == "sum" else mean(loss)
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
@@ -263,8 +273,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):  
     _check_reduction("mse_loss", reduction)
     if size_average is not None or reduce is not None:
         raise ValueError("mse_loss: size_average and reduce are deprecated; use reduction=")
-    diff = _f.sub(input, target)
-    sq = _f.mul(diff, diff)
+    diff = sub(input, target)
+    sq = mul(diff, diff)
     if reduction == "none":
         return sq
-    return _f.sum(sq) if reduction == "sum" else _f.mean(sq)
+    return sum(sq) if reduction == "sum" else mean(sq)

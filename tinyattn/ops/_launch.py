@@ -1,0 +1,114 @@
+"""How a tensor view becomes kernel arguments: the one place ops turn strides into loops.
+
+A tensor is a view (buffer, offset, shape, strides) of a flat `array.array`. Kernels know nothing of
+tensors; a strided kernel takes each operand as a *bundle* of arguments
+
+    (buffer, offset, s0, s1, s2, s3)          element (i, j, k, l) at buffer[offset + i*s0 + ... + l*s3]
+
+over a common 4-d iteration shape (n0, n1, n2, n3). `views4(shape, a, b, ...)` merges the dims of
+`shape` that every operand walks alike (so a contiguous (B, T, E) tensor becomes (1, 1, 1, B*T*E)),
+broadcasts each operand to `shape` (a broadcast dim gets stride 0) and returns the 4-d shape and one
+bundle per operand, to be splatted into the kernel call:
+
+    shape4, (va, vb) = views4(out.shape, a, b)
+    KE.BINARY[tc](op, *va, *vb, out._data, *shape4)
+
+More than 4 dims that cannot be merged are rare (a permuted 5-d view); then the operands are copied
+into packed buffers first, which always merge to one dim.
+
+Also here: `packed(t)` (t itself if its elements are buffer[0:numel] in row-major order, else a
+packed copy), `copy_into` (any view into any view of equal shape), and small argument checks the
+op files share.
+
+Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
+"""
+import builtins
+from array import array
+
+from .. import _shapes
+from ..kernels import elementwise as KE
+from ..tensor import Tensor, _empty, _make
+
+
+def tensor_from_scalar(value, dtype):
+    """A 0-d tensor holding one Python number."""
+    return _make(array(dtype.typecode, [value]), (), dtype)
+
+
+def packed(t):
+    """t itself when its elements are t._data[0:numel] in row-major order, else a packed copy."""
+    return t if t._packed else copy(t)
+
+
+def copy(t, dtype=None):
+    """A packed copy of t (optionally converted to dtype), without graph."""
+    out = _empty(t.shape, dtype or t.dtype)
+    copy_into(t, out._data, 0, out._strides)
+    return out
+
+
+def copy_into(src, dst_data, dst_off, dst_strides):
+    """Copy the elements of view `src` into the view (dst_data, dst_off, dst_strides), same shape."""
+    if src.dtype.typecode == dst_data.typecode:
+        kern = KE.COPY_SAME[dst_data.typecode]
+    elif src.dtype.is_floating_point and dst_data.typecode == "q":
+        kern = KE.to_int  # float -> int truncates toward zero, as PyTorch
+    else:
+        kern = KE.copy
+    shape4, (ss, ds) = _shapes.kernel_layout(src.shape, src._strides, dst_strides)
+    if len(shape4) == 4:
+        kern(src._data, src._offset, *ss, dst_data, dst_off, *ds, *shape4)
+        return
+    # More than 4 dims that do not merge: loop over the leading ones in Python.
+    for idx in _ndindex(shape4[:-4]):
+        so = src._offset + builtins.sum(i * s for i, s in zip(idx, ss))
+        do = dst_off + builtins.sum(i * s for i, s in zip(idx, ds))
+        kern(src._data, so, *ss[-4:], dst_data, do, *ds[-4:], *shape4[-4:])
+
+
+def _ndindex(shape):
+    idx = [()]
+    for n in shape:
+        idx = [i + (k,) for i in idx for k in range(n)]
+    return idx
+
+
+def views4(shape, *tensors):
+    """(shape4, bundles): `tensors` broadcast to `shape`, dims merged to a 4-d iteration shape, and
+    one (buffer, offset, s0, s1, s2, s3) bundle per tensor (see the module docstring)."""
+    strides = [_shapes.broadcast_strides(t.shape, t._strides, shape) for t in tensors]
+    shape4, merged = _shapes.kernel_layout(shape, *strides)
+    if len(shape4) != 4:  # > 4 dims that do not merge: pack the broadcast operands first
+        tensors = [expanded_copy(t, shape) for t in tensors]
+        shape4, merged = (1, 1, 1, _shapes.numel(shape)), [(0, 0, 0, 1)] * len(tensors)
+    return shape4, [(t._data, t._offset) + tuple(s) for t, s in zip(tensors, merged)]
+
+
+def expanded_copy(t, shape):
+    """t broadcast to `shape`, as a packed copy."""
+    st = _shapes.broadcast_strides(t.shape, t._strides, shape)
+    return copy(_make(t._data, shape, t.dtype, st, t._offset, False))
+
+
+def transposed(t):
+    """The (n, m) transposed view of a 2-D tensor t (m, n), without graph."""
+    return _make(t._data, (t.shape[1], t.shape[0]), t.dtype, (t._strides[1], t._strides[0]),
+                 t._offset, False)
+
+
+def rows(t, n_cols):
+    """A packed t read as an (N, n_cols) matrix, without graph (N = numel / n_cols)."""
+    t = packed(t)
+    return _make(t._data, (t.numel() // n_cols if n_cols else 0, n_cols), t.dtype)
+
+
+def check_tensor(op, x):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+
+
+def shape_arg(shape):
+    """f(2, 3) and f((2, 3)) both give (2, 3)."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    return tuple(int(s) for s in shape)

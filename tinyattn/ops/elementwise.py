@@ -1,0 +1,605 @@
+"""Elementwise ops: y[i] = f(x[i]) and out[i] = a[i] (op) b[i], with broadcasting and PyTorch's
+type promotion.
+
+    Unary       exp, log, sqrt, tanh, sigmoid, relu, gelu, abs, clamp, x ** p, ...
+                dx = g * f'(x); f and f' are written once, side by side, in kernels/elementwise.py
+    Add Sub Mul Div Pow Maximum Minimum   a (op) b, both Tensors, broadcast (NumPy rules)
+    ScalarOp    x (op) c for a Python number c (no 1-element buffer, no broadcasting)
+    Where       a where cond else b
+    comparisons and logic (eq, lt, logical_and, ...) return bool tensors and carry no gradient.
+
+Broadcasting: the gradient that flows back into a broadcast input is summed over the broadcast
+dims (`sum_to`, ops/reduce.py): each input element was used once per position it was broadcast to.
+
+Chapters 1 and 2 of the tour (docs/01-autograd.md, docs/02-kernels.md) walk through this file.
+"""
+import builtins
+import math
+
+from .. import _shapes
+from .. import dtypes as _dt
+from ..autograd import BinaryFunction, Function, no_grad
+from ..kernels import elementwise as KE
+from ..tensor import Tensor, _empty, _make
+from ._launch import check_tensor, packed, tensor_from_scalar, views4
+from .layout import to_dtype
+from .reduce import sum_to
+
+_float32, _float64, _int64, _bool = _dt.float32, _dt.float64, _dt.int64, _dt.bool
+
+
+def _floating(op, x):
+    """Ops like exp or tanh are defined on floats: integer and bool inputs become float32 first."""
+    check_tensor(op, x)
+    return x if x.dtype.is_floating_point else to_dtype(x, _float32)
+
+
+class Unary(Function):
+    """y = f(x) elementwise for f in exp, log, sqrt, tanh, sigmoid, relu, gelu, abs, clamp, pow, ...
+
+    dx = g * f'(x); f and f' sit side by side in kernels/elementwise.py (_unary_value/_derivative)."""
+
+    @staticmethod
+    def forward(ctx, x, op, p1, p2):
+        out = _empty(x.shape, x.dtype)
+        if x._packed:
+            KE.UNARY_PACKED[x.dtype.typecode](op, p1, p2, x._data, out._data, len(out._data))
+        else:
+            shape4, (vx,) = views4(x.shape, x)
+            KE.UNARY[x.dtype.typecode](op, p1, p2, *vx, out._data, *shape4)
+        if ctx.needs_input_grad:  # building a graph: keep what backward needs
+            ctx.op_name = _UNARY_NAMES[op]
+            ctx.save_for_backward(x, out.detach())
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        _, op, p1, p2 = ctx.inputs
+        x, g = packed(x), packed(g)
+        out = _empty(x.shape, x.dtype)
+        KE.UNARY_BACKWARD[x.dtype.typecode](op, p1, p2, g._data, x._data, y._data, out._data,
+                                            len(out._data))
+        return out, None, None, None
+
+
+_UNARY_NAMES = {KE.NEG: "Neg", KE.ABS: "Abs", KE.EXP: "Exp", KE.LOG: "Log", KE.SQRT: "Sqrt",
+                KE.TANH: "Tanh", KE.SIGMOID: "Sigmoid", KE.RELU: "Relu", KE.GELU: "Gelu",
+                KE.GELU_TANH: "Gelu", KE.CLAMP: "Clamp", KE.POW: "Pow", KE.SIN: "Sin", KE.COS: "Cos"}
+
+
+def _unary(op, x, p1=0.0, p2=0.0, name=""):
+    return Unary.apply(_floating(name, x), op, p1, p2)
+
+
+def neg(x):
+    check_tensor("neg", x)
+    if x.dtype is _bool:
+        raise TypeError("neg: negation of a bool tensor is not defined; use logical_not()")
+    return Unary.apply(x, KE.NEG, 0.0, 0.0)
+
+
+def abs(x):  # noqa: A001 - PyTorch's name
+    check_tensor("abs", x)
+    return Unary.apply(x, KE.ABS, 0.0, 0.0)
+
+
+def exp(x):
+    return _unary(KE.EXP, x, name="exp")
+
+
+def log(x):
+    return _unary(KE.LOG, x, name="log")
+
+
+def sqrt(x):
+    return _unary(KE.SQRT, x, name="sqrt")
+
+
+def rsqrt(x):
+    return _unary(KE.POW, x, -0.5, name="rsqrt")
+
+
+def tanh(x):
+    return _unary(KE.TANH, x, name="tanh")
+
+
+def sigmoid(x):
+    """1 / (1 + exp(-x)), computed without overflow for any x."""
+    return _unary(KE.SIGMOID, x, name="sigmoid")
+
+
+def relu(x):
+    return _unary(KE.RELU, x, name="relu")
+
+
+def gelu(x, approximate="none"):
+    """x * Phi(x) (exact, erf-based, PyTorch's default) or its tanh approximation."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return _unary(KE.GELU if approximate == "none" else KE.GELU_TANH, x, name="gelu")
+
+
+def sin(x):
+    return _unary(KE.SIN, x, name="sin")
+
+
+def cos(x):
+    return _unary(KE.COS, x, name="cos")
+
+
+def square(x):
+    return mul(x, x)
+
+
+def reciprocal(x):
+    return rdiv(x, 1.0)
+
+
+def clamp(x, min=None, max=None):  # noqa: A002 - PyTorch's argument names
+    """Limit x to [min, max]; the gradient flows only where min <= x <= max."""
+    check_tensor("clamp", x)
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of min and max must be given")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = x
+        if min is not None:
+            out = maximum(out, min)
+        if max is not None:
+            out = minimum(out, max)
+        return out
+    lo = -math.inf if min is None else float(min)
+    hi = math.inf if max is None else float(max)
+    if not x.dtype.is_floating_point:
+        return to_dtype(Unary.apply(to_dtype(x, _float64), KE.CLAMP, lo, hi), x.dtype)
+    return Unary.apply(x, KE.CLAMP, lo, hi)
+
+
+clip = clamp
+
+
+def sign(x):
+    check_tensor("sign", x)
+    return sub(to_dtype(gt(x, 0), x.dtype), to_dtype(lt(x, 0), x.dtype))
+
+def _binary_forward(op, a, b):
+    """out = a (op) b, broadcasting; a and b already have the same dtype."""
+    if a.shape == b.shape and a._packed and b._packed:
+        out = _empty(a.shape, a.dtype)
+        KE.BINARY_PACKED[a.dtype.typecode](op, a._data, b._data, out._data, len(out._data))
+        return out
+    shape = _shapes.broadcast_shapes(_BINARY_NAMES[op], a.shape, b.shape)
+    out = _empty(shape, a.dtype)
+    shape4, (va, vb) = views4(shape, a, b)
+    KE.BINARY[a.dtype.typecode](op, *va, *vb, out._data, *shape4)
+    return out
+
+
+def add_into(acc, g):
+    """acc += g in place, for the autograd engine's own gradient sums: acc packed, g of the same
+    shape and dtype (any layout). Not an op: no graph, no checks."""
+    if g._packed:  # acc[i] += 1.0 * g[i] (exact): two buffers, so the loop vectorises, which
+        # binary_packed(ADD, acc, g, out=acc) would not (its output overlaps an input)
+        KE.AXPY[acc.dtype.typecode](1.0, g._data, acc._data, len(acc._data))
+    else:
+        shape4, (va, vb) = views4(acc.shape, acc, g)
+        KE.BINARY[acc.dtype.typecode](KE.ADD, *va, *vb, acc._data, *shape4)
+
+
+_BINARY_NAMES = {KE.ADD: "add", KE.SUB: "sub", KE.MUL: "mul", KE.DIV: "div", KE.POW2: "pow",
+                 KE.MAXIMUM: "maximum", KE.MINIMUM: "minimum", KE.REMAINDER: "remainder",
+                 KE.FLOOR_DIVIDE: "floor_divide"}
+
+
+class Add(BinaryFunction):
+    """out = a + b;  da = g,  db = g  (each summed back to its input's shape)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return _binary_forward(KE.ADD, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.inputs
+        na, nb = ctx.needs_input_grad
+        # An input that needs no gradient (an attention mask) must not cost a reduction pass.
+        return (sum_to(g, a.shape) if na else None), (sum_to(g, b.shape) if nb else None)
+
+
+class Sub(BinaryFunction):
+    """out = a - b;  da = g,  db = -g."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return _binary_forward(KE.SUB, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.inputs
+        nb = ctx.needs_input_grad[1]
+        return sum_to(g, a.shape), (sum_to(neg(g), b.shape) if nb else None)
+
+
+class Mul(BinaryFunction):
+    """out = a * b;  da = g * b,  db = g * a."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _binary_forward(KE.MUL, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        na, nb = ctx.needs_input_grad
+        return (sum_to(mul(g, b), a.shape) if na else None,
+                sum_to(mul(g, a), b.shape) if nb else None)
+
+
+class Div(BinaryFunction):
+    """out = a / b;  da = g / b,  db = -g * a / b^2 = -g * out / b."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        out = _binary_forward(KE.DIV, a, b)
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(b, out.detach())
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        b, out = ctx.saved_tensors
+        a = ctx.inputs[0]
+        na, nb = ctx.needs_input_grad
+        ga = sum_to(div(g, b), a.shape) if na else None
+        gb = sum_to(neg(div(mul(g, out), b)), b.shape) if nb else None
+        return ga, gb
+
+
+class Pow(BinaryFunction):
+    """out = a ** b;  da = g * b * a^(b-1),  db = g * out * log(a)  (0 where a <= 0)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        out = _binary_forward(KE.POW2, a, b)
+        ctx.save_for_backward(a, b, out.detach())
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, out = ctx.saved_tensors
+        na, nb = ctx.needs_input_grad
+        ga = sum_to(mul(g, mul(b, pow(a, sub(b, 1.0)))), a.shape) if na else None
+        gb = None
+        if nb:
+            safe_log = where(gt(a, 0), log(where(gt(a, 0), a, 1.0)), 0.0)
+            gb = sum_to(mul(g, mul(out, safe_log)), b.shape)
+        return ga, gb
+
+
+class Maximum(BinaryFunction):
+    """out = max(a, b);  the gradient goes to the larger input (split in half on ties, as PyTorch)."""
+
+    op = KE.MAXIMUM
+
+    @classmethod
+    def forward(cls, ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _binary_forward(cls.op, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        win_a = gt(a, b) if ctx.op == KE.MAXIMUM else lt(a, b)
+        share_a = add(to_dtype(win_a, g.dtype), mul(to_dtype(eq(a, b), g.dtype), 0.5))
+        ga = sum_to(mul(g, share_a), a.shape) if ctx.needs_input_grad[0] else None
+        gb = sum_to(mul(g, rsub(share_a, 1.0)), b.shape) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+class Minimum(Maximum):
+    """out = min(a, b);  the gradient goes to the smaller input (split in half on ties)."""
+
+    op = KE.MINIMUM
+
+
+class ScalarOp(Function):
+    """out = x (op) c or c (op) x for a Python number c: no 1-element buffer, no broadcasting.
+
+    add/sub: dx = +-g;  mul: dx = g c;  x / c: dx = g / c;  c / x: dx = -g out / x;
+    c ** x: dx = g out log(c)."""
+
+    @staticmethod
+    def forward(ctx, x, op, c, reverse):
+        out = _empty(x.shape, x.dtype)
+        if x._packed:
+            KE.BINARY_SCALAR_PACKED[x.dtype.typecode](op, x._data, c, reverse, out._data,
+                                                      len(out._data))
+        else:
+            shape4, (vx,) = views4(x.shape, x)
+            KE.BINARY_SCALAR[x.dtype.typecode](op, *vx, c, reverse, out._data, *shape4)
+        if ctx.needs_input_grad:
+            ctx.op_name = _BINARY_NAMES[op].capitalize()
+            if op == KE.DIV and reverse or op == KE.POW2:
+                ctx.save_for_backward(x, out.detach())
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, op, c, reverse = ctx.inputs
+        if op == KE.ADD:
+            return g, None, None, None
+        if op == KE.SUB:
+            return (neg(g) if reverse else g), None, None, None
+        if op == KE.MUL:
+            return mul(g, c), None, None, None
+        if op == KE.DIV:
+            if not reverse:
+                return mul(g, 1.0 / c), None, None, None
+            xs, out = ctx.saved_tensors
+            return neg(div(mul(g, out), xs)), None, None, None
+        _, out = ctx.saved_tensors  # POW2 with reverse: c ** x
+        return mul(mul(g, out), math.log(c) if c > 0 else math.nan), None, None, None
+
+
+def _scalar_op(op, x, c, reverse=False):
+    dt = _dt.scalar_result_type(x.dtype, c)
+    if dt is not x.dtype:
+        x = to_dtype(x, dt)
+    c = float(c) if dt.is_floating_point else int(c)
+    return ScalarOp.apply(x, op, c, reverse)
+
+
+def _binary(cls, op, a, b):
+    """Dispatch a (op) b for tensors and Python numbers, promoting dtypes as PyTorch does."""
+    if isinstance(a, Tensor):
+        if isinstance(b, Tensor):
+            if a.dtype is not b.dtype:
+                dt = _dt.promote_types(a.dtype, b.dtype)
+                a, b = to_dtype(a, dt), to_dtype(b, dt)
+            if a.dtype is _bool:  # PyTorch: bool + bool is `or`, bool * bool is `and`
+                if op == KE.ADD:
+                    return logical_or(a, b)
+                if op == KE.MUL:
+                    return logical_and(a, b)
+                if op == KE.SUB:
+                    raise TypeError("sub: subtracting two bool tensors is not supported; use "
+                                    "logical_xor() or convert with .long() first")
+                a, b = to_dtype(a, _int64), to_dtype(b, _int64)
+            if op == KE.DIV and not a.dtype.is_floating_point:
+                a, b = to_dtype(a, _float32), to_dtype(b, _float32)
+            return cls.apply(a, b)
+        if isinstance(b, (int, float)):
+            if op == KE.DIV and not a.dtype.is_floating_point:
+                a = to_dtype(a, _float32)
+            if a.dtype is _bool:
+                a = to_dtype(a, _int64 if isinstance(b, int) else _float32)
+            return _scalar_op(op, a, b)
+        raise TypeError(f"{_BINARY_NAMES[op]}: unsupported operand type {type(b).__name__}")
+    if isinstance(b, Tensor) and isinstance(a, (int, float)):
+        if op in (KE.ADD, KE.MUL, KE.MAXIMUM, KE.MINIMUM):
+            return _binary(cls, op, b, a)
+        if (op == KE.DIV or op == KE.POW2) and not b.dtype.is_floating_point:
+            b = to_dtype(b, _float32)
+        return _scalar_op(op, b, a, reverse=True)
+    raise TypeError(f"{_BINARY_NAMES[op]}: expected Tensors or numbers, got "
+                    f"{type(a).__name__} and {type(b).__name__}")
+
+
+def add(a, b, alpha=1):
+    if alpha != 1:
+        b = mul(b, alpha)
+    return _binary(Add, KE.ADD, a, b)
+
+
+def sub(a, b, alpha=1):
+    if alpha != 1:
+        b = mul(b, alpha)
+    return _binary(Sub, KE.SUB, a, b)
+
+
+def rsub(a, b):
+    """b - a (the reflected subtraction: `2 - x`)."""
+    return _binary(Sub, KE.SUB, b, a)
+
+
+def mul(a, b):
+    return _binary(Mul, KE.MUL, a, b)
+
+
+def div(a, b):
+    return _binary(Div, KE.DIV, a, b)
+
+
+def rdiv(a, b):
+    """b / a (the reflected division: `1 / x`)."""
+    return _binary(Div, KE.DIV, b, a)
+
+
+def pow(a, b):  # noqa: A001 - PyTorch's name
+    if isinstance(a, Tensor) and isinstance(b, (int, float)) and not isinstance(b, bool):
+        if b == 2:
+            return mul(a, a)
+        if a.dtype.is_floating_point:
+            return Unary.apply(a, KE.POW, float(b), 0.0)
+    return _binary(Pow, KE.POW2, a, b)
+
+
+def rpow(a, b):
+    """b ** a (the reflected power: `2 ** x`)."""
+    return _binary(Pow, KE.POW2, b, a)
+
+
+def maximum(a, b):
+    return _binary(Maximum, KE.MAXIMUM, a, b)
+
+
+class _Integerish(Function):
+    """remainder and floor_divide: piecewise constant or integer-valued, so no gradient flows."""
+
+    @staticmethod
+    def forward(ctx, a, b, op):
+        if isinstance(b, Tensor):
+            return _binary_forward(op, a, b)
+        return ScalarOp.forward(ctx, a, op, b, False)
+
+
+def _no_grad_binary(op, a, b):
+    if not isinstance(a, Tensor):
+        a = tensor_from_scalar(a, _dt.scalar_result_type(b.dtype, a))
+    if isinstance(b, Tensor) and a.dtype is not b.dtype:
+        dt = _dt.promote_types(a.dtype, b.dtype)
+        a, b = to_dtype(a, dt), to_dtype(b, dt)
+    elif not isinstance(b, Tensor):
+        dt = _dt.scalar_result_type(a.dtype, b)
+        a = to_dtype(a, dt)
+        b = float(b) if dt.is_floating_point else int(b)
+    if a.dtype is _bool:
+        a = to_dtype(a, _int64)
+        b = to_dtype(b, _int64) if isinstance(b, Tensor) else b
+    with no_grad():
+        return _Integerish.apply(a, b, op)
+
+
+def remainder(a, b):
+    """a - floor(a / b) * b: the result takes the sign of b, as Python's % (and PyTorch's)."""
+    return _no_grad_binary(KE.REMAINDER, a, b)
+
+
+def floor_divide(a, b):
+    """floor(a / b), rounding toward -inf as Python's // (and PyTorch's)."""
+    return _no_grad_binary(KE.FLOOR_DIVIDE, a, b)
+
+
+def minimum(a, b):
+    return _binary(Minimum, KE.MINIMUM, a, b)
+
+def _compare(op, name, a, b):
+    if not isinstance(a, Tensor):
+        raise TypeError(f"{name}: expected a Tensor, got {type(a).__name__}")
+    if not isinstance(b, Tensor):
+        if not isinstance(b, (int, float, bool)):
+            return NotImplemented
+        b = tensor_from_scalar(b, a.dtype if a.dtype is not _bool or isinstance(b, bool)
+                               else _int64)
+    if a.dtype is not b.dtype:
+        dt = _dt.promote_types(a.dtype, b.dtype)
+        a, b = to_dtype(a, dt), to_dtype(b, dt)
+    shape = _shapes.broadcast_shapes(name, a.shape, b.shape)
+    out = _empty(shape, _bool)
+    shape4, (va, vb) = views4(shape, a, b)
+    KE.COMPARE[a.dtype.typecode](op, *va, *vb, out._data, *shape4)
+    return out
+
+
+def eq(a, b):
+    return _compare(KE.EQ, "eq", a, b)
+
+
+def ne(a, b):
+    return _compare(KE.NE, "ne", a, b)
+
+
+def lt(a, b):
+    return _compare(KE.LT, "lt", a, b)
+
+
+def le(a, b):
+    return _compare(KE.LE, "le", a, b)
+
+
+def gt(a, b):
+    return _compare(KE.GT, "gt", a, b)
+
+
+def ge(a, b):
+    return _compare(KE.GE, "ge", a, b)
+
+
+def logical_and(a, b):
+    return _compare(KE.AND, "logical_and", a, b)
+
+
+def logical_or(a, b):
+    return _compare(KE.OR, "logical_or", a, b)
+
+
+def logical_xor(a, b):
+    return _compare(KE.XOR, "logical_xor", a, b)
+
+
+def logical_not(a):
+    return _compare(KE.EQ, "logical_not", a, 0)
+
+
+def isnan(x):
+    return ne(x, x)
+
+
+def isinf(x):
+    return eq(abs(x), math.inf) if x.dtype.is_floating_point else zeros_like_bool(x)
+
+
+def isfinite(x):
+    return logical_not(logical_or(isnan(x), isinf(x))) if x.dtype.is_floating_point \
+        else logical_not(zeros_like_bool(x))
+
+
+def zeros_like_bool(x):
+    return _make(_dt.zeros_buffer(_bool, x.numel()), x.shape, _bool)
+
+class Where(Function):
+    """out = a where cond else b;  da = g where cond else 0,  db = g where not cond else 0."""
+
+    @staticmethod
+    def forward(ctx, cond, a, b):
+        shape = _shapes.broadcast_shapes("where", cond.shape, a.shape, b.shape)
+        out = _empty(shape, a.dtype)
+        shape4, (vc, va, vb) = views4(shape, cond, a, b)
+        KE.WHERE[a.dtype.typecode](*vc, *va, *vb, out._data, *shape4)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        cond, a, b = ctx.inputs
+        zero = tensor_from_scalar(0, g.dtype)
+        ga = sum_to(where(cond, g, zero), a.shape) if ctx.needs_input_grad[1] else None
+        gb = sum_to(where(cond, zero, g), b.shape) if ctx.needs_input_grad[2] else None
+        return None, ga, gb
+
+
+def where(condition, input, other):  # noqa: A002 - PyTorch's argument names
+    """Elementwise `input if condition else other`; either value may be a Python number."""
+    if not isinstance(condition, Tensor) or condition.dtype is not _bool:
+        raise TypeError("where: condition must be a bool tensor"
+                        + (f", got {condition.dtype}" if isinstance(condition, Tensor) else ""))
+    ref = input if isinstance(input, Tensor) else other
+    if not isinstance(ref, Tensor):
+        dt = _float32 if builtins.any(isinstance(v, float) for v in (input, other)) else _int64
+        input, other = tensor_from_scalar(input, dt), tensor_from_scalar(other, dt)
+    if not isinstance(input, Tensor):
+        input = tensor_from_scalar(input, _dt.scalar_result_type(other.dtype, input))
+    if not isinstance(other, Tensor):
+        other = tensor_from_scalar(other, _dt.scalar_result_type(input.dtype, other))
+    if input.dtype is not other.dtype:
+        dt = _dt.promote_types(input.dtype, other.dtype)
+        input, other = to_dtype(input, dt), to_dtype(other, dt)
+    return Where.apply(condition, input, other)
+
+
+def masked_fill(x, mask, value):
+    """x with `value` wherever mask is True (mask broadcasts to x.shape)."""
+    check_tensor("masked_fill", x)
+    if not isinstance(mask, Tensor) or mask.dtype is not _bool:
+        raise TypeError("masked_fill: mask must be a bool tensor")
+    _shapes.broadcast_shapes("masked_fill", x.shape, mask.shape)
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise ValueError(f"masked_fill: value must be a number or a 1-element tensor, got "
+                             f"shape {tuple(value.shape)}")
+        value = value.item()
+    out = where(mask, tensor_from_scalar(value, x.dtype), x)
+    if out.shape != x.shape:
+        raise ValueError(f"masked_fill: mask of shape {tuple(mask.shape)} does not broadcast to "
+                         f"the input's shape {tuple(x.shape)}")
+    return out

@@ -1,0 +1,375 @@
+"""Indexing: x[...] and x[...] = v with NumPy/PyTorch semantics, gather, index_select, embedding,
+flip, tril / triu.
+
+    IndexRows   out[j] = src[rows[j]] for a (R, L) src: the one gather every advanced index becomes
+                dsrc = zeros with g[j] added into row rows[j] (a row picked twice gets both)
+    Embedding   out[..., :] = weight[idx[...], :];  the padding row receives no gradient
+
+Basic indices -- ints, slices (positive steps), None, Ellipsis -- give a view (`Slice`, ops/layout.py):
+only the offset, shape and strides change. Advanced indices -- integer tensors or lists, bool masks
+-- copy:
+
+    1. apply the basic part as a view, leaving each advanced dim in place;
+    2. broadcast the integer indices together to a shape S (a bool mask becomes the integer
+       positions of its True entries, one index tensor per masked dim);
+    3. move the advanced dims to the front and read the view as a (rows, row_len) matrix, where a
+       row is one combination of advanced indices: row = sum_k idx_k * prod(sizes after k);
+    4. gather those rows (`IndexRows`, whose gradient scatter-adds rows back);
+    5. reshape to S + remaining dims, and if the advanced dims were adjacent in the index, move S
+       back to where they stood (NumPy's rule; separated advanced dims stay in front).
+
+So `logp[arange(N), target]` (the cross-entropy gather) and `emb_weight[token_ids]` are both
+one row gather. Every index is checked before a kernel sees it (kernels do not bounds-check).
+
+Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
+"""
+import builtins
+from array import array
+
+from .. import _shapes
+from .. import dtypes as _dt
+from ..autograd import Function, no_grad
+from ..creation import tensor
+from ..kernels import index as KI
+from ..tensor import Tensor, _empty, _make
+from ._launch import check_tensor, copy, packed, tensor_from_scalar
+from .elementwise import ge, le, where
+from .inplace import check_inplace
+from .layout import Slice, expand, permute, reshape, to_dtype, view
+
+_int64 = _dt.int64
+
+
+def int_range(start, stop=None, step=1):
+    """An int64 tensor of range(start, stop, step), made directly (no graph, no kernel)."""
+    r = range(start) if stop is None else range(start, stop, step)
+    return _make(array("q", r), (len(r),), _int64)
+
+
+
+class IndexRows(Function):
+    """out[j] = src[rows[j]] for a (R, L) src;  dsrc = zeros with g[j] added into row rows[j]
+    (rows that are picked twice receive both gradients)."""
+
+    @staticmethod
+    def forward(ctx, src, rows):
+        n, L = rows.numel(), src.shape[1]
+        out = _empty((n, L), src.dtype)
+        KI.gather_rows(packed(src)._data, rows._data, out._data, n, L)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        src, rows = ctx.inputs
+        out = _make(_dt.zeros_buffer(g.dtype, src.numel()), src.shape, g.dtype)
+        KI.scatter_add_rows(packed(g)._data, rows._data, out._data, rows.numel(), src.shape[1])
+        return out, None
+
+
+def checked_index(op, idx, size, dim, allow_negative=True):
+    """idx as a packed int64 tensor with negatives wrapped; IndexError names the bad value."""
+    if idx.dtype is not _int64:
+        if idx.dtype.is_floating_point:
+            raise TypeError(f"{op}: indices must be integers (int64) or bools, got {idx.dtype}")
+        idx = to_dtype(idx, _int64)
+    n = idx.numel()
+    out = _empty(idx.shape, _int64)
+    if n:
+        if idx._packed:
+            bad = KI.wrap_indices(idx._data, 0, 1, n, size, out._data, allow_negative)
+        else:
+            p = packed(idx)
+            bad = KI.wrap_indices(p._data, 0, 1, n, size, out._data, allow_negative)
+            idx = p
+        if bad >= 0:
+            value = idx._data[bad] if idx._packed else idx.tolist_flat()[bad]
+            raise IndexError(f"{op}: index {value} is out of bounds for dimension {dim} with "
+                             f"size {size}")
+    return out
+
+
+def index_select(x, dim, index):
+    """The entries of x at `index` (a 1-D int64 tensor) along dim."""
+    check_tensor("index_select", x)
+    d = _shapes.normalize_dim("index_select", dim, x.ndim)
+    if not isinstance(index, Tensor) or index.ndim > 1:
+        raise TypeError("index_select: index must be a 1-D integer tensor")
+    rows = checked_index("index_select", index, x.shape[d], d, allow_negative=False)
+    moved = movedim_front(x, d)
+    src = reshape(moved, (x.shape[d], -1))
+    out = IndexRows.apply(src, rows)
+    out = reshape(out, (rows.numel(),) + moved.shape[1:])
+    return movedim_back(out, d)
+
+
+def movedim_front(x, d):
+    return x if d == 0 else permute(x, (d,) + tuple(i for i in range(x.ndim) if i != d))
+
+
+def movedim_back(x, d):
+    if d == 0:
+        return x
+    dims = list(range(1, x.ndim))
+    dims.insert(d, 0)
+    return permute(x, tuple(dims))
+
+
+def gather(x, dim, index):
+    """out[i][j][k] = x[i][index[i][j][k]][k] for dim = 1 (as torch.gather): index has x's ndim."""
+    check_tensor("gather", x)
+    d = _shapes.normalize_dim("gather", dim, x.ndim)
+    if not isinstance(index, Tensor) or index.ndim != x.ndim:
+        raise ValueError(f"gather: index must be an integer tensor with {x.ndim} dims")
+    for i, (n, m) in enumerate(zip(index.shape, x.shape)):
+        if i != d and n > m:
+            raise ValueError(f"gather: index shape {tuple(index.shape)} is larger than the input "
+                             f"shape {tuple(x.shape)} at dim {i}")
+    idx = checked_index("gather", index, x.shape[d], d, allow_negative=False)
+    grids = []
+    for i, n in enumerate(index.shape):
+        if i == d:
+            grids.append(idx)
+        else:
+            shape = [1] * index.ndim
+            shape[i] = n
+            grids.append(view(int_range(n), tuple(shape)))
+    return getitem(x, tuple(grids))
+
+
+def flip(x, dims):
+    dims = _shapes.normalize_dims("flip", dims, x.ndim)
+    for d in dims:
+        n = x.shape[d]
+        x = index_select(x, d, int_range(n - 1, -1, -1))
+    return x
+
+
+
+def tril(x, diagonal=0):
+    """Elements on and below the `diagonal`-th diagonal of the last two dims; the rest zero."""
+    return _triangle(x, diagonal, lower=True)
+
+
+def triu(x, diagonal=0):
+    return _triangle(x, diagonal, lower=False)
+
+
+def _triangle(x, diagonal, lower):
+    if x.ndim < 2:
+        raise ValueError(f"{'tril' if lower else 'triu'}: expected at least 2 dims, got shape "
+                         f"{tuple(x.shape)}")
+    r, c = x.shape[-2], x.shape[-1]
+    rows = view(int_range(r), (r, 1))
+    cols = view(int_range(c), (1, c))
+    diff = cols - rows
+    keep = le(diff, diagonal) if lower else ge(diff, diagonal)
+    return where(keep, x, tensor_from_scalar(0, x.dtype))
+
+
+# ---------------------------------------------------------------------------- x[...] and x[...] = v
+
+
+def _normalize(x, index):
+    """The index as a list with Ellipsis expanded; lists and bools of Python become tensors."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    items = []
+    for it in index:
+        if isinstance(it, (list, tuple)):
+            it = tensor(it)
+            if it.dtype.is_floating_point:
+                raise IndexError("index: lists used as indices must hold ints or bools")
+        elif isinstance(it, Tensor) and it.dtype.is_floating_point:
+            raise IndexError(f"index: tensors used as indices must be int64 or bool, got {it.dtype}")
+        elif not (it is None or it is Ellipsis or isinstance(it, (int, slice, Tensor))):
+            raise IndexError(f"index: unsupported index of type {type(it).__name__} (use ints, "
+                             f"slices, None, ..., int64 or bool tensors)")
+        items.append(it)
+    consumed = builtins.sum(
+        (it.ndim if isinstance(it, Tensor) and it.dtype is _dt.bool else 1)
+        for it in items if it is not None and it is not Ellipsis)
+    n_ell = builtins.sum(1 for it in items if it is Ellipsis)
+    if n_ell > 1:
+        raise IndexError("index: an index can only have a single ellipsis ('...')")
+    if consumed > x.ndim:
+        raise IndexError(f"index: too many indices for a tensor of dimension {x.ndim} "
+                         f"(shape {tuple(x.shape)})")
+    if n_ell:
+        i = items.index(Ellipsis)
+        items[i:i + 1] = [slice(None)] * (x.ndim - consumed)
+    return items
+
+
+def getitem(x, index):
+    """x[index]: a view for basic indices, a row gather for advanced ones (module docstring)."""
+
+    if isinstance(index, int) and x.ndim > 0:  # the common x[i]: skip the general parsing
+        n = x.shape[0]
+        if not -n <= index < n:
+            raise IndexError(f"index {index} is out of bounds for dimension 0 with size {n}")
+        return Slice.apply(x, (index % n,) + tuple((0, 1, m) for m in x.shape[1:]), ())
+
+    items = _normalize(x, index)
+    recipe, new_axes, advanced = [], [], []  # advanced: (position in the view, index tensor)
+    out_pos = 0
+    dim = 0
+    for it in items:
+        if it is None:
+            new_axes.append(out_pos)
+            out_pos += 1
+            continue
+        if isinstance(it, Tensor) and it.dtype is _dt.bool:
+            if it.ndim == 0:
+                raise IndexError("index: 0-d bool indices are not supported")
+            covered = x.shape[dim:dim + it.ndim]
+            if it.shape != covered:
+                raise IndexError(f"index: the shape of the mask {tuple(it.shape)} does not match "
+                                 f"the shape {tuple(covered)} of the indexed dims {dim}.."
+                                 f"{dim + it.ndim - 1} of a tensor of shape {tuple(x.shape)}")
+            for pos in _nonzero(it):
+                recipe.append((0, 1, x.shape[dim]))
+                advanced.append((out_pos, pos, dim))
+                out_pos += 1
+                dim += 1
+            continue
+        n = x.shape[dim]
+        if isinstance(it, int):
+            if not -n <= it < n:
+                raise IndexError(f"index {it} is out of bounds for dimension {dim} with size {n}")
+            recipe.append(it % n)
+        elif isinstance(it, slice):
+            start, stop, step = it.indices(n)
+            if step <= 0:
+                raise ValueError(f"index: slice step must be positive, got {step}")
+            length = builtins.max(0, (stop - start + step - 1) // step)
+            recipe.append((start if length else 0, step, length))
+            out_pos += 1
+        else:  # integer tensor
+            recipe.append((0, 1, n))
+            advanced.append((out_pos, it, dim))
+            out_pos += 1
+        dim += 1
+    while dim < x.ndim:
+        recipe.append((0, 1, x.shape[dim]))
+        dim += 1
+
+    recipe = tuple(recipe)
+    identity = not new_axes and builtins.all(
+        r == (0, 1, m) for r, m in zip(recipe, x.shape) if not isinstance(r, int)) and \
+        not builtins.any(isinstance(r, int) for r in recipe)
+    v = x if identity else Slice.apply(x, recipe, tuple(new_axes))
+    if not advanced:
+        return v
+
+    positions = [p for p, _, _ in advanced]
+    idx = [checked_index("index", t, v.shape[p], d) for p, t, d in advanced]
+    S = _shapes.broadcast_shapes("index (the index tensors)", *(t.shape for t in idx))
+    adjacent = positions == list(range(positions[0], positions[0] + len(positions)))
+    rest = [i for i in range(v.ndim) if i not in positions]
+    moved = permute(v, tuple(positions) + tuple(rest)) if positions != list(
+        range(len(positions))) else v
+    adv_sizes = [v.shape[p] for p in positions]
+    rest_shape = tuple(v.shape[i] for i in rest)
+    rows = _row_numbers(idx, adv_sizes, S)
+    src = reshape(moved, (_shapes.numel(adv_sizes), _shapes.numel(rest_shape)))
+    out = reshape(IndexRows.apply(src, rows), S + rest_shape)
+    if adjacent and positions[0] > 0 and S and rest_shape:
+        p, k = positions[0], len(S)
+        r = len(rest_shape)
+        dims = list(range(k, k + p)) + list(range(k)) + list(range(k + p, k + r))
+        out = permute(out, tuple(dims))
+    return out
+
+
+def _row_numbers(idx, sizes, S):
+    """row[j] = sum_k idx_k[j] * prod(sizes[k+1:]) over the broadcast shape S, as packed int64."""
+    rows = None
+    stride = 1
+    for t, n in zip(reversed(idx), reversed(sizes)):
+        term = t * stride if stride != 1 else t
+        rows = term if rows is None else rows + term
+        stride *= n
+    if rows.shape != S:
+        rows = expand(rows, S)
+    return packed(rows)
+
+
+def _nonzero(mask):
+    """One int64 tensor per dim of `mask`: the coordinates of its True entries (row-major)."""
+    m = packed(mask)
+    flat = _dt.zeros_buffer(_dt.int64, m.numel())
+    count = KI.nonzero_flat(m._data, m.numel(), flat) if m.numel() else 0
+    flat = flat[:count]
+    coords = []
+    for n in reversed(mask.shape):
+        coords.append([p % n for p in flat])
+        flat = [p // n for p in flat]
+    return [_make(array("q", c), (count,), _dt.int64) for c in reversed(coords)]
+
+
+def setitem(x, index, value):
+    """x[index] = value (a number or a tensor broadcast to the indexed shape), in place."""
+    check_inplace(x, "setitem")
+    with no_grad():
+        # Index a tensor of buffer positions the same way: it says where each target element is.
+        if x._packed:
+            pos = reshape(int_range(x.numel()), x.shape)
+        else:
+            pos = _make(array("q", x._positions()), x.shape, _dt.int64)
+        target = getitem(pos, index)
+        if isinstance(value, Tensor):
+            if _shapes.broadcast_shapes("setitem", target.shape, value.shape) != target.shape:
+                raise ValueError(f"setitem: a value of shape {tuple(value.shape)} cannot be "
+                                 f"assigned to an indexed region of shape {tuple(target.shape)}")
+            vals = copy(expand(value if value.dtype is x.dtype else copy(value, x.dtype),
+                               target.shape))
+        else:
+            vals = copy(expand(tensor_from_scalar(value, x.dtype), target.shape))
+        KI.put(copy(target)._data, vals._data, x._data, target.numel())
+
+
+# ---------------------------------------------------------------------------- embedding
+
+
+class Embedding(Function):
+    """out[..., :] = weight[idx[...], :];  dweight = g rows added into the rows they came from,
+    except row padding_idx, which receives no gradient (it stays the 'no token' vector)."""
+
+    @staticmethod
+    def forward(ctx, weight, rows, out_shape, padding_idx):
+        n, d = rows.numel(), weight.shape[1]
+        out = _empty(out_shape, weight.dtype)
+        KI.gather_rows(packed(weight)._data, rows._data, out._data, n, d)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        weight, rows, _, padding_idx = ctx.inputs
+        n, d = rows.numel(), weight.shape[1]
+        out = _make(_dt.zeros_buffer(g.dtype, weight.numel()), weight.shape, g.dtype)
+        KI.scatter_add_rows(packed(g)._data, rows._data, out._data, n, d)
+        if padding_idx is not None:
+            out._data[padding_idx * d:(padding_idx + 1) * d] = _dt.zeros_buffer(g.dtype, d)
+        return out, None, None, None
+
+
+def embedding(input, weight, padding_idx=None):  # noqa: A002
+    """Rows of weight (num_embeddings, embedding_dim) picked by the int64 indices in input (*):
+    output (*, embedding_dim). An index outside [0, num_embeddings) raises IndexError."""
+    if not isinstance(input, Tensor) or input.dtype is not _int64:
+        raise TypeError("embedding: indices must be an int64 tensor" + (
+            f", got {input.dtype}" if isinstance(input, Tensor) else
+            f", got {type(input).__name__}"))
+    if not isinstance(weight, Tensor) or weight.ndim != 2:
+        raise ValueError("embedding: weight must be a 2-D (num_embeddings, embedding_dim) tensor"
+                         + (f", got shape {tuple(weight.shape)}" if isinstance(weight, Tensor)
+                            else ""))
+    num = weight.shape[0]
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise ValueError(f"embedding: padding_idx {padding_idx} must be within "
+                             f"[-{num}, {num}) for a weight of {num} rows")
+        padding_idx %= num
+    # Unlike x[idx], a negative token id is an error here (as in PyTorch), not "count from the end".
+    rows = checked_index("embedding", input, num, 0, allow_negative=False)
+    return Embedding.apply(weight, rows, tuple(input.shape) + (weight.shape[1],), padding_idx)

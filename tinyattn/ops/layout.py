@@ -1,0 +1,452 @@
+"""Layout ops: a tensor's shape, strides and dtype change, its numbers do not.
+
+Views share the input's buffer and change only (offset, shape, strides):
+    View      reshape without copying          dx = g reshaped back
+    Permute   dims reordered (transpose, .T)   dx = g with the inverse permutation
+    Expand    broadcast as a stride-0 view     dx = g summed over the broadcast dims
+    Slice     a strided sub-view (x[1:5:2])    dx = zeros with g written into the view
+Copies write a new packed buffer:
+    Copy      contiguous(), clone()            dx = g
+    ToDtype   x converted to another dtype     dx = g converted back (floats only)
+    Cat       tensors joined along a dim       each input's dx is its slice of g
+
+Their kernels are the strided copy loops of kernels/elementwise.py.
+
+Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
+"""
+import builtins
+
+from .. import _shapes
+from .. import dtypes as _dt
+from ..autograd import Function
+from ..tensor import _empty, _make, _strides_for
+from ._launch import check_tensor, copy, copy_into, shape_arg
+from .reduce import sum_to
+
+_bool = _dt.bool
+
+
+
+def _view_strides(old_shape, old_strides, new_shape):
+    """Strides that show the same elements in `new_shape` without copying, or None if impossible.
+
+    Walk the old dims from the right, grouping them into chunks that are contiguous in memory;
+    each chunk may be re-split into any new dims whose sizes multiply to the chunk's size."""
+    if _shapes.numel(old_shape) in (0, 1) or not old_shape:
+        return _strides_for(new_shape)
+    new_strides = [0] * len(new_shape)
+    vd = len(new_shape) - 1
+    base = old_strides[-1]
+    chunk = 1
+    vchunk = 1
+    for d in range(len(old_shape) - 1, -1, -1):
+        chunk *= old_shape[d]
+        if d == 0 or (old_shape[d - 1] != 1 and old_strides[d - 1] != chunk * base):
+            while vd >= 0 and (vchunk < chunk or new_shape[vd] == 1):
+                new_strides[vd] = vchunk * base
+                vchunk *= new_shape[vd]
+                vd -= 1
+            if vchunk != chunk:
+                return None
+            if d > 0:
+                base = old_strides[d - 1]
+                chunk = vchunk = 1
+    return tuple(new_strides) if vd == -1 else None
+
+
+def _infer_shape(op, shape, n):
+    shape = list(shape)
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise ValueError(f"{op}: only one dimension can be -1, got {tuple(shape)}")
+    if builtins.any(s < -1 for s in shape):
+        raise ValueError(f"{op}: invalid shape {tuple(shape)}")
+    if neg:
+        rest = _shapes.numel(s for s in shape if s != -1)
+        if rest == 0 or n % rest:
+            raise ValueError(f"{op}: shape {tuple(shape)} is invalid for input of size {n}")
+        shape[neg[0]] = n // rest
+    if _shapes.numel(shape) != n:
+        raise ValueError(f"{op}: shape {tuple(shape)} is invalid for input of size {n}")
+    return tuple(shape)
+
+
+class View(Function):
+    """The same elements in another shape, sharing the buffer;  dx = g reshaped back."""
+
+    @staticmethod
+    def forward(ctx, x, shape, strides):
+        return _make(x._data, shape, x.dtype, strides, x._offset)
+
+    @staticmethod
+    def backward(ctx, g):
+        return reshape(g, ctx.inputs[0].shape), None, None
+
+
+def view(x, *shape):
+    shape = _infer_shape("view", shape_arg(shape), x.numel())
+    if shape == x.shape:
+        return x
+    strides = _view_strides(x.shape, x._strides, shape)
+    if strides is None:
+        raise RuntimeError(f"view: size {shape} is not compatible with the input's shape "
+                           f"{tuple(x.shape)} and strides {x._strides} (a view cannot copy); use "
+                           f".reshape(...) instead")
+    return View.apply(x, shape, strides)
+
+
+def reshape(x, *shape):
+    """view() when the layout allows it, else a contiguous copy reshaped."""
+    check_tensor("reshape", x)
+    shape = _infer_shape("reshape", shape_arg(shape), x.numel())
+    if shape == x.shape:
+        return x
+    strides = _view_strides(x.shape, x._strides, shape)
+    if strides is None:
+        x = contiguous(x)
+        strides = _strides_for(shape)
+    return View.apply(x, shape, strides)
+
+
+def view_as(x, other):
+    return view(x, other.shape)
+
+
+def reshape_as(x, other):
+    return reshape(x, other.shape)
+
+
+def flatten(x, start_dim=0, end_dim=-1):
+    if x.ndim == 0:
+        return reshape(x, (1,))
+    s = _shapes.normalize_dim("flatten", start_dim, x.ndim)
+    e = _shapes.normalize_dim("flatten", end_dim, x.ndim)
+    if s > e:
+        raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+    return reshape(x, x.shape[:s] + (_shapes.numel(x.shape[s:e + 1]),) + x.shape[e + 1:])
+
+
+def unflatten(x, dim, sizes):
+    d = _shapes.normalize_dim("unflatten", dim, x.ndim)
+    sizes = _infer_shape("unflatten", tuple(sizes), x.shape[d])
+    return reshape(x, x.shape[:d] + sizes + x.shape[d + 1:])
+
+
+def unsqueeze(x, dim):
+    d = _shapes.normalize_dim("unsqueeze", dim, x.ndim + 1)
+    st = x._strides[d] * x.shape[d] if d < x.ndim else 1
+    return View.apply(x, x.shape[:d] + (1,) + x.shape[d:], x._strides[:d] + (st,) + x._strides[d:])
+
+
+def squeeze(x, dim=None):
+    if dim is None:
+        dims = [i for i, n in enumerate(x.shape) if n == 1]
+    else:
+        dims = [d for d in _shapes.normalize_dims("squeeze", dim, x.ndim) if x.shape[d] == 1]
+    if not dims:
+        return x
+    keep = [i for i in range(x.ndim) if i not in dims]
+    return View.apply(x, tuple(x.shape[i] for i in keep), tuple(x._strides[i] for i in keep))
+
+
+class Permute(Function):
+    """The dims reordered (a view);  dx = g with the inverse permutation."""
+
+    @staticmethod
+    def forward(ctx, x, dims):
+        return _make(x._data, tuple(x.shape[d] for d in dims), x.dtype,
+                     tuple(x._strides[d] for d in dims), x._offset)
+
+    @staticmethod
+    def backward(ctx, g):
+        dims = ctx.inputs[1]
+        inverse = [0] * len(dims)
+        for i, d in enumerate(dims):
+            inverse[d] = i
+        return permute(g, *inverse), None
+
+
+def permute(x, *dims):
+    dims = shape_arg(dims)
+    if len(dims) != x.ndim or sorted(_shapes.normalize_dim("permute", d, x.ndim)
+                                     for d in dims) != list(range(x.ndim)):
+        raise ValueError(f"permute: dims {dims} are not a permutation of the {x.ndim} dims of a "
+                         f"tensor of shape {tuple(x.shape)}")
+    dims = tuple(d % x.ndim if x.ndim else 0 for d in dims)
+    if dims == tuple(range(x.ndim)):
+        return x
+    return Permute.apply(x, dims)
+
+
+def transpose(x, dim0, dim1):
+    n = x.ndim
+    d0 = _shapes.normalize_dim("transpose", dim0, n)
+    d1 = _shapes.normalize_dim("transpose", dim1, n)
+    if d0 == d1 or n < 2:
+        return x
+    dims = list(range(n))
+    dims[d0], dims[d1] = d1, d0
+    return Permute.apply(x, tuple(dims))
+
+
+class Expand(Function):
+    """x broadcast to a larger shape as a stride-0 view;  dx = g summed over the broadcast dims."""
+
+    @staticmethod
+    def forward(ctx, x, shape):
+        return _make(x._data, shape, x.dtype,
+                     _shapes.broadcast_strides(x.shape, x._strides, shape), x._offset, False)
+
+    @staticmethod
+    def backward(ctx, g):
+        return sum_to(g, ctx.inputs[0].shape), None
+
+
+def expand(x, *shape):
+    shape = shape_arg(shape)
+    if len(shape) < x.ndim:
+        raise ValueError(f"expand: the target shape {shape} has fewer dims than the tensor's "
+                         f"shape {tuple(x.shape)}")
+    lead = len(shape) - x.ndim
+    full = list(shape)
+    for i, n in enumerate(x.shape):
+        t = shape[lead + i]
+        if t == -1:
+            full[lead + i] = n
+        elif n != 1 and t != n:
+            raise ValueError(f"expand: the expanded size {t} must match the existing size {n} at "
+                             f"non-singleton dimension {lead + i}; target shape {shape}, tensor "
+                             f"shape {tuple(x.shape)}")
+    if builtins.any(s < 0 for s in full):
+        raise ValueError(f"expand: invalid target shape {shape}")
+    full = tuple(full)
+    return x if full == x.shape else Expand.apply(x, full)
+
+
+def expand_as(x, other):
+    return expand(x, other.shape)
+
+
+def repeat(x, *sizes):
+    """Tile x: repeat(2, 3) on a (a, b) tensor gives (2a, 3b), as torch.Tensor.repeat."""
+    sizes = shape_arg(sizes)
+    if len(sizes) < x.ndim:
+        raise ValueError(f"repeat: need at least {x.ndim} repeat counts, got {sizes}")
+    x = reshape(x, (1,) * (len(sizes) - x.ndim) + x.shape)
+    inter = []
+    for r, n in zip(sizes, x.shape):
+        inter += [1, n]
+    y = reshape(x, tuple(inter))
+    big = []
+    for r, n in zip(sizes, x.shape):
+        big += [r, n]
+    y = expand(y, tuple(big))
+    return reshape(y, tuple(r * n for r, n in zip(sizes, x.shape)))
+
+
+class Slice(Function):
+    """A strided sub-view (basic indexing, narrow, split);  dx = zeros with g written into the view.
+
+    `recipe` holds, per input dim, an int (that index, dim dropped) or (start, step, length), and
+    `new_axes` the output positions of None-inserted dims."""
+
+    @staticmethod
+    def forward(ctx, x, recipe, new_axes):
+        shape, strides, offset = _apply_recipe(x.shape, x._strides, x._offset, recipe, new_axes)
+        return _make(x._data, shape, x.dtype, strides, offset)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, recipe, new_axes = ctx.inputs
+        out = _make(_dt.zeros_buffer(g.dtype, x.numel()), x.shape, g.dtype)
+        shape, strides, offset = _apply_recipe(out.shape, out._strides, 0, recipe, new_axes)
+        copy_into(g, out._data, offset, strides)
+        return out, None, None
+
+
+def _apply_recipe(shape, strides, offset, recipe, new_axes):
+    out_shape, out_strides = [], []
+    for n, st, r in zip(shape, strides, recipe):
+        if isinstance(r, int):
+            offset += r * st
+        else:
+            start, step, length = r
+            offset += start * st
+            out_shape.append(length)
+            out_strides.append(st * step)
+    for p in new_axes:
+        out_shape.insert(p, 1)
+        out_strides.insert(p, 0)
+    return tuple(out_shape), tuple(out_strides), offset
+
+
+def narrow(x, dim, start, length):
+    d = _shapes.normalize_dim("narrow", dim, x.ndim)
+    n = x.shape[d]
+    if start < 0:
+        start += n
+    if not (0 <= start <= n and 0 <= length and start + length <= n):
+        raise IndexError(f"narrow: start {start} and length {length} are out of range for "
+                         f"dimension {dim} of size {n}")
+    if start == 0 and length == n:
+        return x
+    recipe = tuple((start, 1, length) if i == d else (0, 1, m) for i, m in enumerate(x.shape))
+    return Slice.apply(x, recipe, ())
+
+
+def split(x, split_size_or_sections, dim=0):
+    d = _shapes.normalize_dim("split", dim, x.ndim)
+    n = x.shape[d]
+    if isinstance(split_size_or_sections, int):
+        s = split_size_or_sections
+        if s <= 0:
+            raise ValueError(f"split: split_size must be positive, got {s}")
+        sizes = [s] * (n // s) + ([n % s] if n % s else [])
+    else:
+        sizes = list(split_size_or_sections)
+        if builtins.sum(sizes) != n:
+            raise ValueError(f"split: sections {sizes} do not add up to {n}, the size of dimension "
+                             f"{dim}")
+    out, start = [], 0
+    for s in sizes or [0]:
+        out.append(narrow(x, d, start, s))
+        start += s
+    return tuple(out)
+
+
+def chunk(x, chunks, dim=0):
+    if chunks <= 0:
+        raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+    n = x.shape[_shapes.normalize_dim("chunk", dim, x.ndim)]
+    return split(x, builtins.max(1, -(-n // chunks)), dim)
+
+
+def unbind(x, dim=0):
+    d = _shapes.normalize_dim("unbind", dim, x.ndim)
+    return tuple(select(x, d, i) for i in range(x.shape[d]))
+
+
+def select(x, dim, index):
+    d = _shapes.normalize_dim("select", dim, x.ndim)
+    n = x.shape[d]
+    if not -n <= index < n:
+        raise IndexError(f"select: index {index} is out of bounds for dimension {dim} with size {n}")
+    recipe = tuple(index % n if i == d else (0, 1, m) for i, m in enumerate(x.shape))
+    return Slice.apply(x, recipe, ())
+
+
+
+class Copy(Function):
+    """A packed copy of x (contiguous(), clone());  dx = g."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return copy(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def contiguous(x):
+    return x if x._packed else Copy.apply(x)
+
+
+def clone(x):
+    return Copy.apply(x)
+
+
+class ToDtype(Function):
+    """x converted to another dtype;  dx = g converted back (floats only carry gradients)."""
+
+    @staticmethod
+    def forward(ctx, x, dtype):
+        if dtype is _bool:
+            return x != 0
+        return copy(x, dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        x = ctx.inputs[0]
+        return (copy(g, x.dtype) if x.dtype.is_floating_point else None), None
+
+
+def to_dtype(x, dtype):
+    if x.dtype is dtype:
+        return x
+    out = ToDtype.apply(x, dtype)
+    if not dtype.is_floating_point and out.grad_fn is not None:  # integers carry no gradient
+        out.grad_fn = None
+        out._requires_grad = False
+    return out
+
+
+def detach(x):
+    return x.detach()
+
+
+class Cat(Function):
+    """Tensors joined along dim;  each input's gradient is its slice of g."""
+
+    @staticmethod
+    def forward(ctx, dim, *tensors):
+        first = tensors[0]
+        size = builtins.sum(t.shape[dim] for t in tensors)
+        shape = first.shape[:dim] + (size,) + first.shape[dim + 1:]
+        out = _empty(shape, first.dtype)
+        pos = 0
+        for t in tensors:
+            copy_into(t, out._data, pos * out._strides[dim], out._strides)
+            pos += t.shape[dim]
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        dim = ctx.inputs[0]
+        grads, pos = [None], 0
+        step = g._strides[dim]
+        for t, need in zip(ctx.inputs[1:], ctx.needs_input_grad[1:]):
+            n = t.shape[dim]
+            if need:  # narrow(g, dim, pos, n), made directly (backward records no graph)
+                grads.append(_make(g._data, g.shape[:dim] + (n,) + g.shape[dim + 1:], g.dtype,
+                                   g._strides, g._offset + pos * step))
+            else:
+                grads.append(None)
+            pos += n
+        return tuple(grads)
+
+
+def cat(tensors, dim=0):
+    """Join tensors of equal shape (except along dim) along dim."""
+    tensors = [t for t in tensors]
+    if not tensors:
+        raise ValueError("cat: expected a non-empty list of tensors")
+    for t in tensors:
+        check_tensor("cat", t)
+    ref = tensors[0]
+    d = _shapes.normalize_dim("cat", dim, ref.ndim)
+    dt = ref.dtype
+    for i, t in enumerate(tensors):
+        if t.ndim != ref.ndim or builtins.any(
+                a != b for j, (a, b) in enumerate(zip(t.shape, ref.shape)) if j != d):
+            raise ValueError(f"cat: tensor {i} has shape {tuple(t.shape)} but tensor 0 has shape "
+                             f"{tuple(ref.shape)}; all dims except dim {dim} must match")
+        dt = _dt.promote_types(dt, t.dtype)
+    tensors = [to_dtype(t, dt) for t in tensors]
+    if len(tensors) == 1:
+        return tensors[0]
+    return Cat.apply(d, *tensors)
+
+
+def stack(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("stack: expected a non-empty list of tensors")
+    for i, t in enumerate(tensors):
+        check_tensor("stack", t)
+        if t.shape != tensors[0].shape:
+            raise ValueError(f"stack: tensor {i} has shape {tuple(t.shape)} but tensor 0 has "
+                             f"shape {tuple(tensors[0].shape)}; stack needs equal shapes")
+    d = _shapes.normalize_dim("stack", dim, tensors[0].ndim + 1)
+    return cat([unsqueeze(t, d) for t in tensors], d)
+

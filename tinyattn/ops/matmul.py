@@ -1,0 +1,213 @@
+"""Matrix products: matmul (with torch.matmul's rules for 1-D and batched operands), mm, bmm, and
+the fused linear layer y = x W^T + b.
+
+    MatMul   out = a @ b over the last two dims, batch dims broadcast: (..., M, K) @ (..., K, N)
+             da = g @ b^T,   db = a^T @ g   (summed over broadcast batch dims)
+    Linear   y = x W^T + b as one node: x (*, in), W (out, in), b (out,)
+             dx = g W,   dW = g^T x,   db = sum of g over the rows
+
+Transposes are views: the kernel (kernels/matmul.py) reads them through strides, nothing is
+copied. The kernel takes each operand as (buffer, offset, two batch strides, row stride, column
+stride) and walks up to two batch dims, which covers (B, T, E) @ (E, F) and attention's
+(B, H, T, d) @ (B, H, d, S), head-split and transposed views included.
+
+Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
+"""
+from .. import _shapes
+from ..autograd import BinaryFunction, Function
+from ..kernels import elementwise as KE
+from ..kernels import matmul as KM
+from ..tensor import Tensor, _empty, _make
+from ._launch import expanded_copy, packed, transposed
+from .layout import reshape, squeeze, transpose, unsqueeze
+from .reduce import _sum, sum_to
+
+
+
+def _batch_layout(bshape, a, b):
+    """Strides of a and b over the broadcast batch dims `bshape`, merged to exactly two dims."""
+    sa = _shapes.broadcast_strides(a.shape[:-2], a._strides[:-2], bshape)
+    sb = _shapes.broadcast_strides(b.shape[:-2], b._strides[:-2], bshape)
+    shape, (sa, sb) = _shapes.kernel_layout(bshape, sa, sb)
+    if len(shape) > 4 or shape[0] != 1 or shape[1] != 1:
+        return None
+    return shape[2:], sa[2:], sb[2:]
+
+
+class MatMul(BinaryFunction):
+    """out = a @ b over the last two dims, batch dims broadcast:  (..., M, K) @ (..., K, N).
+
+    da = g @ b^T,  db = a^T @ g  (summed over broadcast batch dims). Transposes are views: the
+    kernel reads them through strides, nothing is copied."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        sa, sb = a.shape, b.shape
+        M, K = sa[-2], sa[-1]
+        N = sb[-1]
+        # The common layouts go straight to the kernel (this op runs hundreds of times per step):
+        if len(sb) == 2 and (len(sa) == 2 or a._packed):
+            # x @ W (also a batch (..., M, K) @ (K, N) of packed x): one (rows, K) @ (K, N)
+            # product, so that W is packed once for all the rows, not once per batch entry.
+            out = _empty(sa[:-1] + (N,), a.dtype)
+            KM.bmm(a._data, a._offset, 0, 0, a._strides[-2], a._strides[-1],
+                   b._data, b._offset, 0, 0, b._strides[0], b._strides[1],
+                   out._data, 1, 1, len(out._data) // N if N else 0, N, K)
+            return out
+        if len(sa) == len(sb) and 3 <= len(sa) <= 4 and sa[:-2] == sb[:-2]:
+            # (B, M, K) @ (B, K, N) or (B, H, M, K) @ (B, H, K, N): attention's batched products;
+            # the kernel walks two batch dims with any strides (head-split and transposed views).
+            nb0, nb1 = (1, sa[0]) if len(sa) == 3 else sa[:2]
+            a0, a1 = (0, a._strides[0]) if len(sa) == 3 else a._strides[:2]
+            b0, b1 = (0, b._strides[0]) if len(sa) == 3 else b._strides[:2]
+            out = _empty(sa[:-2] + (M, N), a.dtype)
+            KM.bmm(a._data, a._offset, a0, a1, a._strides[-2], a._strides[-1],
+                   b._data, b._offset, b0, b1, b._strides[-2], b._strides[-1],
+                   out._data, nb0, nb1, M, N, K)
+            return out
+        bshape = _shapes.broadcast_shapes("matmul", a.shape[:-2], b.shape[:-2])
+        out = _empty(bshape + (M, N), a.dtype)
+        lay = _batch_layout(bshape, a, b)
+        if lay is None:  # batch dims that do not merge into two: materialise the broadcast
+            a = expanded_copy(a, bshape + (M, K))
+            b = expanded_copy(b, bshape + (K, N))
+            lay = _batch_layout(bshape, a, b)
+        (nb0, nb1), (a0, a1), (b0, b1) = lay
+        KM.bmm(a._data, a._offset, a0, a1, a._strides[-2], a._strides[-1],
+               b._data, b._offset, b0, b1, b._strides[-2], b._strides[-1],
+               out._data, nb0, nb1, M, N, K)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.inputs
+        na, nb = ctx.needs_input_grad
+        ga = gb = None
+        if na:
+            ga = sum_to(matmul(g, transpose(b, -1, -2)), a.shape)
+        if nb:
+            if b.ndim == 2 and a.ndim > 2:  # x @ W with a batched x: fold the batch into M
+                a2 = reshape(a, (-1, a.shape[-1]))
+                gb = matmul(transpose(a2, 0, 1), reshape(g, (-1, g.shape[-1])))
+            else:
+                gb = sum_to(matmul(transpose(a, -1, -2), g), b.shape)
+        return ga, gb
+
+
+def mm_raw(a, b):
+    """a @ b for 2-D a and b of one float dtype, with no graph and no checks: the product inside
+    fused nodes (Linear here, the GRU step in ops/rnn.py)."""
+    return MatMul.forward(None, a, b)
+
+
+def matmul(a, b):
+    """Matrix product with torch.matmul's rules: 1-D @ 1-D is a dot product, a 1-D operand is
+    treated as a row (left) or column (right) vector and that dim removed from the result, and
+    N-D operands are batches of matrices with broadcast batch dims."""
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError(f"matmul: expected two Tensors, got {type(a).__name__} and "
+                        f"{type(b).__name__}")
+    sa, sb = a.shape, b.shape
+    if len(sa) == 2 and len(sb) == 2 and sa[1] == sb[0] and a.dtype is b.dtype \
+            and a.dtype.is_floating_point:
+        return MatMul.apply(a, b)  # the common case, every check below passed
+    na, nb = len(sa), len(sb)
+    if na == 0 or nb == 0:
+        raise RuntimeError(f"matmul: both arguments need at least 1 dimension, got shapes "
+                           f"{tuple(a.shape)} and {tuple(b.shape)}")
+    ka = a.shape[-1]
+    kb = b.shape[0] if nb == 1 else b.shape[-2]
+    if ka != kb:
+        raise ValueError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} are not aligned "
+                         f"({ka} != {kb})")
+    if a.dtype is not b.dtype:
+        raise TypeError(f"matmul: both operands must have the same dtype, got {a.dtype} and "
+                        f"{b.dtype}")
+    if not a.dtype.is_floating_point:
+        raise TypeError(f"matmul: expected floating-point tensors, got {a.dtype} "
+                        f"(tinyattn multiplies float32 and float64 matrices)")
+    if na >= 2 and nb >= 2:
+        if (na > 2 or nb > 2) and a.shape[:-2] != b.shape[:-2] and nb != 2:
+            try:
+                _shapes.broadcast_shapes("matmul", a.shape[:-2], b.shape[:-2])
+            except ValueError:
+                raise ValueError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} have "
+                                 f"batch dims {tuple(a.shape[:-2])} and {tuple(b.shape[:-2])} "
+                                 f"that cannot be broadcast together") from None
+        return MatMul.apply(a, b)
+    a2 = unsqueeze(a, 0) if na == 1 else a
+    b2 = unsqueeze(b, -1) if nb == 1 else b
+    out = MatMul.apply(a2, b2)
+    if nb == 1:
+        out = squeeze(out, -1)
+    if na == 1:
+        out = squeeze(out, -2 if nb > 1 else -1)
+    return out
+
+
+def mm(a, b):
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"mm: expected 2-D tensors, got shapes {tuple(a.shape)} and "
+                         f"{tuple(b.shape)}")
+    return matmul(a, b)
+
+
+def bmm(a, b):
+    if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0]:
+        raise ValueError(f"bmm: expected 3-D tensors with the same batch size, got shapes "
+                         f"{tuple(a.shape)} and {tuple(b.shape)}")
+    return matmul(a, b)
+
+
+# ---------------------------------------------------------------------------- linear
+
+
+class Linear(Function):
+    """y = x W^T + b as one graph node: x (*, in), W (out, in), b (out,) or None -> y (*, out).
+
+    forward: the rows of x, folded into one (N, in) matrix, times W^T (a transposed view that the
+    matmul kernel reads in place), then b added to every row.
+    backward, with g (*, out) folded into (N, out):
+        dx = g W   (N, in)        dW = g^T x   (out, in)        db = sum of g over the N rows
+    Composed from ops this was transpose + matmul + add forward and eight ops backward, and W's
+    gradient came out as a transposed view (which the optimizer then copied)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        n_out, n_in = weight.shape
+        x2 = _make(packed(x)._data, (_shapes.numel(x.shape[:-1]), n_in), x.dtype)  # (N, in)
+        out = mm_raw(x2, transposed(weight))  # (N, out)
+        if bias is not None:
+            KE.ADD_ROW_VECTOR[out.dtype.typecode](out._data, packed(bias)._data, x2.shape[0],
+                                                  n_out)
+        if ctx.needs_input_grad:
+            ctx.x2 = x2
+        return _make(out._data, x.shape[:-1] + (n_out,), out.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight, bias = ctx.inputs
+        need_x, need_w, need_b = ctx.needs_input_grad
+        x2 = ctx.x2
+        g2 = _make(packed(g)._data, (x2.shape[0], weight.shape[0]), g.dtype)  # (N, out)
+        dx = _make(mm_raw(g2, weight)._data, x.shape, x.dtype) if need_x else None
+        dw = mm_raw(transposed(g2), x2) if need_w else None  # (out, in)
+        db = _sum(g2, (0,), keepdim=False) if need_b else None
+        return dx, dw, db
+
+
+def linear(input, weight, bias=None):  # noqa: A002 - PyTorch's argument names
+    """y = x W^T + b, x (*, in_features), W (out_features, in_features), b (out_features).
+
+    One fused node (Linear) for the usual case; anything unusual (mixed dtypes, a 1-D weight)
+    takes the composed path, whose ops raise the errors."""
+    if input.shape[-1:] != weight.shape[-1:]:
+        raise ValueError(f"linear: input has {input.shape[-1] if input.ndim else 0} features "
+                         f"(shape {tuple(input.shape)}) but the weight of shape "
+                         f"{tuple(weight.shape)} expects {weight.shape[-1]}")
+    dt = input.dtype
+    if weight.ndim == 2 and input.ndim >= 1 and weight.dtype is dt and dt.is_floating_point and (
+            bias is None or (bias.dtype is dt and bias.shape == weight.shape[:1])):
+        return Linear.apply(input, weight, bias)
+    out = matmul(input, transpose(weight, 0, 1) if weight.ndim == 2 else weight)
+    return out if bias is None else out + bias

@@ -1,0 +1,94 @@
+"""Random numbers for tensors: the fills behind rand / randn / randint / randperm, and dropout.
+
+The generator is counter-based (kernels/random.py): a draw is a hash of two keys from the
+generator and the element's index, so the same seed gives the same numbers compiled or
+interpreted, in any order, on any number of threads.
+
+    Dropout   y = x * m, m[i] = 1/(1-p) with probability 1-p, else 0;   dx = g * m
+              m is not stored: backward redraws it from the same two keys.
+
+Chapter 5 of the tour (docs/05-transformer.md) uses dropout.
+"""
+from array import array
+
+from .. import dtypes as _dt
+from ..autograd import Function
+from ..kernels import random as KR
+from ..random import default_generator
+from ..tensor import _empty
+from ._launch import packed
+
+
+def uniform_fill(t, low, high, generator=None):
+    """Fill the packed tensor t with U[low, high) samples, in place; returns t."""
+    k1, k2 = (generator or default_generator).next_keys()
+    KR.uniform(t._data, t.numel(), k1, k2, float(low), float(high), t.dtype is _dt.float32)
+    return t
+
+
+def normal_fill(t, mean, std, generator=None):
+    """Fill the packed tensor t with N(mean, std^2) samples, in place; returns t."""
+    k1, k2 = (generator or default_generator).next_keys()
+    KR.normal(t._data, t.numel(), k1, k2, float(mean), float(std))
+    return t
+
+
+def randint_fill(t, low, high, generator=None):
+    """Fill the packed int64 tensor t with integers uniform on [low, high), in place."""
+    k1, k2 = (generator or default_generator).next_keys()
+    KR.randint(t._data, t.numel(), k1, k2, int(low), int(high))
+    return t
+
+
+def randperm_fill(t, generator=None):
+    """Fill the packed int64 tensor t (n,) with a random permutation of 0..n-1, in place."""
+    k1, k2 = (generator or default_generator).next_keys()
+    KR.randperm(t._data, t.numel(), k1, k2)
+    return t
+
+
+def bernoulli_scale_fill(t, p, generator=None):
+    """Fill t with 1/(1-p) with probability 1-p and 0 otherwise (inverted dropout's mask)."""
+    k1, k2 = (generator or default_generator).next_keys()
+    KR.bernoulli_scale(t._data, t.numel(), k1, k2, float(p), 1.0 / (1.0 - p) if p < 1 else 0.0)
+    return t
+
+
+def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    """Zero each element with probability p and scale the rest by 1/(1-p) (inverted dropout), so
+    the expected value is unchanged and evaluation needs no rescaling."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout: probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"dropout: expected a floating-point tensor, got {input.dtype}")
+    return Dropout.apply(input, float(p))
+
+
+class Dropout(Function):
+    """y = x * m, m[i] = 1/(1-p) with probability 1-p, else 0;  dx = g * m.
+
+    The same numbers as x * bernoulli_mask(...) (the same draw from the same generator), as one
+    node: the random numbers are counter-based, so backward redraws m from the two keys instead
+    of keeping an x-sized mask tensor (kernels/random.py: dropout_apply)."""
+
+    @staticmethod
+    def forward(ctx, x, p):
+        k1, k2 = default_generator.next_keys()
+        # the scale as a mask of x's dtype would store it (1/0.9 rounded to float32, say)
+        scale = array(x.dtype.typecode, [1.0 / (1.0 - p) if p < 1 else 0.0])[0]
+        x = packed(x)
+        out = _empty(x.shape, x.dtype)
+        KR.dropout_apply(x._data, out._data, len(out._data), k1, k2, p, scale)
+        if ctx.needs_input_grad:
+            ctx.draw = (k1, k2, p, scale)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        k1, k2, p, scale = ctx.draw
+        g = packed(g)
+        dx = _empty(g.shape, g.dtype)
+        KR.dropout_apply(g._data, dx._data, len(dx._data), k1, k2, p, scale)
+        return dx, None

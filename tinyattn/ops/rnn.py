@@ -1,0 +1,180 @@
+"""The GRU step as fused nodes: one step (GRUCell) and a whole sequence of one layer (GRUSequence).
+
+    r_t = sigmoid(W_ir x_t + b_ir + W_hr h_{t-1} + b_hr)
+    z_t = sigmoid(W_iz x_t + b_iz + W_hz h_{t-1} + b_hz)
+    n_t = tanh(W_in x_t + b_in + r_t * (W_hn h_{t-1} + b_hn))
+    h_t = (1 - z_t) * n_t + z_t * h_{t-1}
+
+An RNN at demo sizes is bound by per-op overhead, not arithmetic: one step here is one matmul
+(h W_hh^T) plus one fused kernel (kernels/rnn.py) for the gates, and `GRUSequence` runs the whole
+recurrence as one node whose backward is backpropagation through time written out as a loop (per
+step one kernel and one matmul, then dW_hh as one matmul over all steps). nn/rnn.py builds GRUCell
+and GRU on these.
+
+Chapter 4 of the tour (docs/04-seq2seq.md) walks through this file.
+"""
+from array import array
+
+from .. import dtypes as _dt
+from ..autograd import Function
+from ..kernels import rnn as KR
+from ..tensor import _empty, _make
+from ._launch import packed, transposed
+from .elementwise import add, add_into
+from .layout import cat, narrow, reshape, unsqueeze
+from .matmul import mm_raw
+from .reduce import _sum
+
+
+def _rows(t, offset, shape):
+    """A (rows, cols) view of t's buffer from `offset`: one time step of a (T, B, X) buffer."""
+    return _make(t._data, shape, t.dtype, (shape[1], 1), offset)
+
+
+def _bias_buffers(b_ih, b_hh, dtype, H):
+    """The two bias buffers (3H) for the step kernel; zeros for a GRU without biases."""
+    if b_ih is None:
+        zeros3h = _dt.zeros_buffer(dtype, 3 * H)
+        return zeros3h, zeros3h
+    return packed(b_ih)._data, packed(b_hh)._data
+
+
+class GRUSequence(Function):
+    """The recurrence of one GRU layer in one direction over a whole sequence, as one graph node.
+
+    gi (T, B, 3H) = x W_ih^T for all steps (no bias), h0 (B, H), w_hh (3H, H), b_ih / b_hh (3H) or
+    None, lengths an int64 buffer (B) or None, reverse: walk t = T-1 .. 0.
+    Returns hs (T, B, H): hs[t] = the state after reading x_t (carried unchanged past a length)."""
+
+    op_name = "GRU"
+
+    @staticmethod
+    def forward(ctx, gi, h0, w_hh, b_ih, b_hh, lengths, reverse):
+        T, B, H3 = gi.shape
+        H = H3 // 3
+        dt = gi.dtype
+        hs = _empty((T, B, H), dt)
+        ws = _empty((T, B, 4 * H), dt)
+        bi, bh = _bias_buffers(b_ih, b_hh, dt, H)
+        lens, has_len = (lengths, True) if lengths is not None else (array("q", [0]), False)
+        w_hh_t = transposed(w_hh)  # (H, 3H), a view
+        h = packed(h0)  # the state entering the step: h0, then a row block of hs
+        for t in (range(T - 1, -1, -1) if reverse else range(T)):
+            gh = mm_raw(h, w_hh_t)  # (B, 3H)
+            KR.gru_step_forward(gi._data, t * B * H3, gh._data, h._data, h._offset, bi, bh,
+                                lens, has_len, t, hs._data, t * B * H, ws._data,
+                                t * B * 4 * H, B, H)
+            h = _rows(hs, t * B * H, (B, H))
+        ctx.ws = ws
+        ctx.hs = hs.detach()  # not hs itself: a node must not point to its own output
+        return hs
+
+    @staticmethod
+    def backward(ctx, g):
+        gi, h0, w_hh, b_ih, b_hh, lengths, reverse = ctx.inputs
+        T, B, H3 = gi.shape
+        H = H3 // 3
+        dt = gi.dtype
+        hs, ws = ctx.hs, ctx.ws
+        g = packed(g)
+        h0 = packed(h0.detach())
+        lens, has_len = (lengths, True) if lengths is not None else (array("q", [0]), False)
+        dgi = _empty((T, B, H3), dt)
+        dgh = _empty((T, B, H3), dt)
+        carry = _empty((B, H), dt)  # dL/dh along the direct path h_{t-1} -> h_t
+        m = carry  # dL/dh along the path through h W_hh^T (none before the first step back)
+        w = w_hh
+        order = range(T) if reverse else range(T - 1, -1, -1)  # the forward order, reversed
+        first = True
+        for t in order:
+            prev = t + 1 if reverse else t - 1
+            h_prev = h0 if prev in (-1, T) else _rows(hs, prev * B * H, (B, H))
+            KR.gru_step_backward(g._data, t * B * H, True, carry._data, m._data, not first,
+                                 h_prev._data, h_prev._offset, ws._data, t * B * 4 * H, lens,
+                                 has_len, t, dgi._data, t * B * H3, dgh._data, t * B * H3, B, H)
+            m = mm_raw(_rows(dgh, t * B * H3, (B, H3)), w)  # (B, H)
+            first = False
+        dh0 = add(carry, m) if T else carry
+        # Every step used the same W_hh: its gradient sums dgh_t^T h_{t-1} over t -- one matmul
+        # of the (T*B, 3H) step gradients against the (T*B, H) states that entered each step.
+        if reverse:
+            prev_states = cat([narrow(hs, 0, 1, T - 1), unsqueeze(h0, 0)], 0)
+        else:
+            prev_states = cat([unsqueeze(h0, 0), narrow(hs, 0, 0, T - 1)], 0)
+        dgh2 = reshape(dgh, (T * B, H3))
+        dw_hh = mm_raw(transposed(dgh2), reshape(prev_states, (T * B, H)))
+        db_ih = db_hh = None
+        if b_ih is not None:
+            db_ih = _sum(reshape(dgi, (T * B, H3)), (0,), False)
+            db_hh = _sum(dgh2, (0,), False)
+        return dgi, dh0, dw_hh, db_ih, db_hh, None, None
+
+
+class GRUCell(Function):
+    """One GRU step as one graph node: x (B, I), h (B, H), w_ih (3H, I), w_hh (3H, H), b_ih / b_hh
+    (3H) or None -> h' (B, H).
+
+    forward:  gi = x W_ih^T, gh = h W_hh^T (two matmuls), then the fused kernel.
+    backward: the kernel gives dgi, dgh (B, 3H) and the direct dh = dh' * z; then
+              dx = dgi W_ih,  dh += dgh W_hh,  dW_ih = dgi^T x,  dW_hh = dgh^T h,
+              db_ih = sum_b dgi,  db_hh = sum_b dgh."""
+
+    op_name = "GRUCell"
+
+    @staticmethod
+    def forward(ctx, x, h, w_ih, w_hh, b_ih, b_hh):
+        B, H = h.shape
+        dt = x.dtype
+        gi = mm_raw(x, transposed(w_ih))  # (B, 3H)
+        gh = mm_raw(h, transposed(w_hh))  # (B, 3H)
+        h = packed(h)
+        bi, bh = _bias_buffers(b_ih, b_hh, dt, H)
+        out = _empty((B, H), dt)
+        ws = _empty((B, 4 * H), dt)
+        KR.gru_step_forward(gi._data, 0, gh._data, h._data, 0, bi, bh,
+                            array("q", [0]), False, 0, out._data, 0, ws._data, 0, B, H)
+        ctx.ws = ws
+        ctx.h = h
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, _, w_ih, w_hh, b_ih, b_hh = ctx.inputs
+        need_x, need_h, need_wih, need_whh = ctx.needs_input_grad[:4]
+        h = ctx.h
+        B, H = h.shape
+        dt = h.dtype
+        g = packed(g)
+        dgi = _empty((B, 3 * H), dt)
+        dgh = _empty((B, 3 * H), dt)
+        dh = _empty((B, H), dt)
+        KR.gru_step_backward(g._data, 0, True, dh._data, dh._data, False, h._data, 0,
+                             ctx.ws._data, 0, array("q", [0]), False, 0, dgi._data, 0, dgh._data,
+                             0, B, H)
+        # The products and sums below are raw kernels (backward builds no graph anyway).
+        dx = mm_raw(dgi, w_ih) if need_x else None
+        if need_h:
+            add_into(dh, mm_raw(dgh, w_hh))  # dh is ours: add in place
+        else:
+            dh = None
+        dw_ih = mm_raw(transposed(dgi), x) if need_wih else None
+        dw_hh = mm_raw(transposed(dgh), h) if need_whh else None
+        db_ih = _sum(dgi, (0,), False) if b_ih is not None else None
+        db_hh = _sum(dgh, (0,), False) if b_hh is not None else None
+        return dx, dh, dw_ih, dw_hh, db_ih, db_hh
+
+
+def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
+    """h' = one GRU step of input (B, I) from hx (B, H) with the given weights (module docstring)."""
+    if input.dtype is not hx.dtype or w_ih.dtype is not input.dtype:
+        raise TypeError(f"gru_cell: input, hx and weights must share a dtype, got {input.dtype}, "
+                        f"{hx.dtype} and {w_ih.dtype}")
+    return GRUCell.apply(input, hx, w_ih, w_hh, b_ih, b_hh)
+
+
+def gru_sequence(gi, h0, w_hh, b_ih, b_hh, lengths=None, reverse=False):
+    """hs (T, B, H): one GRU layer and direction over a sequence whose input projections
+    gi = x W_ih^T (T, B, 3H) are computed; lengths: one int per sequence or None (GRUSequence)."""
+    lens = None if lengths is None else array("q", lengths)
+    return GRUSequence.apply(gi, h0, w_hh, b_ih, b_hh, lens, reverse)
+

@@ -1,0 +1,87 @@
+"""Softmax and log-softmax: one fused, numerically stable node each way.
+
+    softmax(x)_i     = exp(x_i - m) / sum_j exp(x_j - m)          m = max_j x_j
+    log_softmax(x)_i = x_i - m - log(sum_j exp(x_j - m))
+
+    backward   softmax:      dx = y * (g - sum_j g_j y_j)
+               log_softmax:  dx = g - exp(y) * sum_j g_j
+
+Subtracting the row maximum m cancels mathematically and keeps every exp() argument <= 0, so
+logits of 1e4 give no inf or NaN. A row that is entirely -inf (a query whose keys are all masked)
+gives zeros (PyTorch: NaN). The loops are in kernels/softmax.py: x is seen as (O, R, I) -- O outer
+rows, R the softmax dim, I inner -- and the common last-dim case (I = 1) runs on rows, split
+between the cores when there are enough of them.
+
+Chapter 2 of the tour (docs/02-kernels.md) walks through this file; chapter 3 uses it.
+"""
+from .. import _shapes
+from .. import dtypes as _dt
+from ..autograd import Function
+from ..kernels import softmax as KS
+from ..kernels import threads
+from ..tensor import _empty
+from ._launch import packed
+from .elementwise import _floating
+from .layout import to_dtype
+
+# Softmax over the last dim of at least this many elements is split between the cores by rows:
+# handing half the rows to the other core costs ~20 us, a 32k-element softmax takes ~40 us.
+PARALLEL_MIN = 1 << 15
+
+
+class Softmax(Function):
+    """y = softmax(x) along `dim`, or log_softmax when `log`; see the module docstring."""
+
+    @staticmethod
+    def forward(ctx, x, dim, log):
+        x = packed(x)
+        shape = x.shape
+        O, R, I = _shapes.numel(shape[:dim]), shape[dim], _shapes.numel(shape[dim + 1:])
+        out = _empty(shape, x.dtype)
+        _run(KS.ROWS_FORWARD, KS.FORWARD, x.dtype.typecode, (x._data, out._data), O, R, I, log)
+        if ctx.needs_input_grad:
+            ctx.op_name = "LogSoftmax" if log else "Softmax"
+            ctx.save_for_backward(out.detach())
+            ctx.layout = (O, R, I)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        O, R, I = ctx.layout
+        log = ctx.inputs[2]
+        out = _empty(y.shape, y.dtype)
+        _run(KS.ROWS_BACKWARD, KS.BACKWARD, y.dtype.typecode,
+             (packed(g)._data, y._data, out._data), O, R, I, log)
+        return out, None, None
+
+
+def _run(rows_kernels, kernels, typecode, buffers, O, R, I, log):
+    """A softmax kernel on `buffers`: (x, out) forward, (g, y, out) backward."""
+    if I != 1:  # softmax over an inner dim: the general (O, R, I) loop
+        kernels[typecode](*buffers, O, R, I, log)
+        return
+    kern, single = rows_kernels[typecode], typecode == "f"
+    if O * R < PARALLEL_MIN or threads.num_threads() == 1:
+        kern(*buffers, R, 0, O, log, single)
+    else:
+        threads.parallel_for(lambda n0, n1: kern(*buffers, R, n0, n1, log, single), O,
+                             min_chunk=-(-PARALLEL_MIN // (2 * R)))
+
+
+def softmax(x, dim, dtype=None):
+    """exp(x_i) / sum_j exp(x_j) along dim. A row that is entirely -inf gives zeros (PyTorch: NaN)."""
+    x = _floating("softmax", x if dtype is None else to_dtype(x, _dt.get(dtype)))
+    return _apply(x, _shapes.normalize_dim("softmax", dim, x.ndim), False)
+
+
+def log_softmax(x, dim, dtype=None):
+    """x_i - log(sum_j exp(x_j)) along dim, without overflow for any logits."""
+    x = _floating("log_softmax", x if dtype is None else to_dtype(x, _dt.get(dtype)))
+    return _apply(x, _shapes.normalize_dim("log_softmax", dim, x.ndim), True)
+
+
+def _apply(x, dim, log):
+    if x.ndim == 0:  # a 0-d tensor is a row of one number
+        return Softmax.apply(x.reshape(1), 0, log).reshape(())
+    return Softmax.apply(x, dim, log)
