@@ -56,8 +56,8 @@ def test_by_typecode_entry_point_matches_dispatch():
 def test_by_typecode_scalar_of_the_table_kind():
     table = KE.BINARY_SCALAR_PACKED
     out_q, out_d = _buf("q", [0, 0]), _buf("d", [0, 0])
-    table["q"](KE.MUL, _buf("q", [3, -4]), 3, False, out_q, 2)
-    table["d"](KE.SUB, _buf("d", [3, -4]), 0.5, True, out_d, 2)
+    table["q", KE.MUL](KE.MUL, _buf("q", [3, -4]), 3, False, out_q, 2)
+    table["d", KE.SUB](KE.SUB, _buf("d", [3, -4]), 0.5, True, out_d, 2)
     assert list(out_q) == [9, -12] and list(out_d) == [-2.5, 4.5]
 
 
@@ -106,7 +106,7 @@ def test_packed_binary_and_scalar_kernels_match_the_formula(tc):
 
     for op in ops:
         fast, rows, strided = (_buf(tc, [0] * n) for _ in range(3))
-        KE.BINARY_PACKED[tc](op, A, B, fast, n)
+        KE.BINARY_PACKED[tc, op](op, A, B, fast, n)
         KE.binary(op, A, 0, 0, 0, 0, 1, B, 0, 0, 0, 0, 1, rows, 1, 1, 1, n)
         KE.binary(op, A2, 0, 0, 0, 0, 2, B, 0, 0, 0, 0, 1, strided, 1, 1, 1, n)
         for got in (fast, rows, strided):
@@ -114,7 +114,7 @@ def test_packed_binary_and_scalar_kernels_match_the_formula(tc):
         for rev in (False, True):
             if op == KE.POW2 and rev:
                 continue
-            KE.BINARY_SCALAR_PACKED[tc](op, B, s, rev, fast, n)
+            KE.BINARY_SCALAR_PACKED[tc, op](op, B, s, rev, fast, n)
             KE.binary_scalar(op, B, 0, 0, 0, 0, 1, s, rev, strided, 1, 1, 1, n)
             expect = want(op, [s] * n, b) if rev else want(op, b, [s] * n)
             assert close(fast, expect) and close(strided, expect), (op, rev)
@@ -135,13 +135,13 @@ def test_packed_unary_kernels_match_the_formula(tc):
         vals = [abs(v) for v in xs] if op in (KE.LOG, KE.SQRT, KE.POW) else xs
         x = _buf(tc, vals)
         fast, strided, back = (_buf(tc, [0] * n) for _ in range(3))
-        KE.UNARY_PACKED[tc](op, p1, p2, x, fast, n)
+        KE.UNARY_PACKED[tc, op](op, p1, p2, x, fast, n)
         KE.unary(op, p1, p2, x, 0, 0, 0, 0, 1, strided, 1, 1, 1, n)
         want = _buf(tc, [value(op, v, p1, p2) for v in x])
         tol = 1e-6 if tc == "f" else 1e-14
         assert all(_near(u, w, tol) for u, w in zip(fast, want)), op
         assert _same(fast, strided), op
-        KE.UNARY_BACKWARD[tc](op, p1, p2, g, x, fast, back, n)
+        KE.UNARY_BACKWARD[tc, op](op, p1, p2, g, x, fast, back, n)
         dwant = _buf(tc, [gi * deriv(op, v, y, p1, p2) for gi, v, y in zip(g, x, fast)])
         assert all(_near(u, w, tol) for u, w in zip(back, dwant)), op
 

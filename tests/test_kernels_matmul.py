@@ -103,7 +103,7 @@ def assert_close(got, want, scale, typecode, K, what):
 def check_bmm(typecode, nb0, nb1, M, N, K, A, B):
     want, scale = naive_bmm(A, B, nb0, nb1, M, N, K)
     size = nb0 * nb1 * M * N
-    for name, kernel in (("bmm", matmul.bmm), ("bmm_reference", matmul.bmm_reference)):
+    for name, kernel in (("bmm_fast", matmul.bmm_fast), ("bmm_reference", matmul.bmm_reference)):
         out = fresh_out(typecode, size)
         run(kernel, A, B, out, nb0, nb1, M, N, K)
         assert list(out[size:]) == [SENTINEL] * EXTRA, f"{name} wrote past the end of out"
@@ -174,7 +174,7 @@ def test_k_zero_overwrites_garbage():
     A = Operand("f", 1, 1, 3, 0, random.Random(0))
     B = Operand("f", 1, 1, 0, 4, random.Random(0))
     out = fresh_out("f", 12)
-    run(matmul.bmm, A, B, out, 1, 1, 3, 4, 0)
+    run(matmul.bmm_fast, A, B, out, 1, 1, 3, 4, 0)
     assert list(out) == [0.0] * 12 + [SENTINEL] * EXTRA
 
 
@@ -207,7 +207,7 @@ def test_large_against_reference(b_t):
     assert M * N * K >= matmul.PARALLEL_MIN_WORK
     got = fresh_out("f", M * N)
     ref = fresh_out("f", M * N)
-    run(matmul.bmm, A, B, got, 1, 1, M, N, K)
+    run(matmul.bmm_fast, A, B, got, 1, 1, M, N, K)
     run(matmul.bmm_reference, A, B, ref, 1, 1, M, N, K)
     assert list(got[M * N:]) == [SENTINEL] * EXTRA
     u = UNIT_ROUNDOFF["f"]
@@ -306,7 +306,7 @@ def test_matches_torch_attention_views(typecode):
     out = fresh_out(typecode, Bn * H * T * T)
     # element (b, h, t, e) of the (B, H, T, d) view of a (B, T, H, d) buffer
     sb0, sb1, st_, se = T * H * d, d, H * d, 1
-    matmul.bmm(qb, 0, sb0, sb1, st_, se,          # Q: (B, H, T, d)
+    matmul.bmm_fast(qb, 0, sb0, sb1, st_, se,          # Q: (B, H, T, d)
                kb, 0, sb0, sb1, se, st_,          # K^T: (B, H, d, T), a transposed view
                out, Bn, H, T, T, d)
     dtype = torch.float32 if typecode == "f" else torch.float64
@@ -323,7 +323,7 @@ def test_matches_torch_matmul(M, N, K):
     A = Operand("f", 1, 1, M, K, rng)
     B = Operand("f", 1, 1, K, N, rng)
     out = fresh_out("f", M * N)
-    run(matmul.bmm, A, B, out, 1, 1, M, N, K)
+    run(matmul.bmm_fast, A, B, out, 1, 1, M, N, K)
     ta = torch.tensor(list(A.buf), dtype=torch.float32).reshape(M, K)
     tb = torch.tensor(list(B.buf), dtype=torch.float32).reshape(K, N)
     want = (ta @ tb).reshape(-1).tolist()

@@ -25,18 +25,78 @@ h is read through its strides (h[b, s, c] = h[h_off + b*hs0 + s*hs1 + c], c cont
 transposed encoder outputs need no copy. Rows are sliced out of the buffers and indexed from 0,
 so the loops over c vectorise.
 
+Tiers: the reference kernels index the flat buffers as the equations read; the fast ones slice
+rows out (indexed from 0) so that the loops over `a` and `c` vectorise, with the arithmetic tanh.
+
 Chapter 4 of the tour (docs/04-seq2seq.md) walks through this file.
 """
+import math
+
 from .buffers import as_array
 from .jit import by_typecode, kernel, vector_kernel
 from .rnn import _tanh
+from .tiers import register
+
+
+# ============================================================================ reference tier
+
+
+@kernel
+def additive_score_forward_reference(pk, q, v, t, scores, B, S, A):
+    """scores[b, s] = sum_a v[a] * t[b, s, a],  t = tanh(pk[b, s, a] + q[b, a]) (kept)."""
+    for b in range(B):
+        for s in range(S):
+            e = 0.0
+            for a in range(A):
+                t[(b * S + s) * A + a] = math.tanh(pk[(b * S + s) * A + a] + q[b * A + a])
+                e += v[a] * t[(b * S + s) * A + a]
+            scores[b * S + s] = e
+
+
+@kernel
+def additive_score_backward_reference(g, t, v, B, S, A, dpk, dq, dv):
+    """dpk = g v (1 - t^2) (overwritten); dq += sum_s dpk; dv += sum_{b,s} g t (zeroed by caller)."""
+    for b in range(B):
+        for s in range(S):
+            for a in range(A):
+                th = t[(b * S + s) * A + a]
+                d = g[b * S + s] * v[a] * (1.0 - th * th)
+                dpk[(b * S + s) * A + a] = d
+                dq[b * A + a] += d
+                dv[a] += g[b * S + s] * th
+
+
+@kernel
+def context_forward_reference(w, h, h_off, hs0, hs1, out, B, S, C):
+    """out[b, c] = sum_s w[b, s] h[b, s, c];  h[b, s, c] = h[h_off + b*hs0 + s*hs1 + c]."""
+    for b in range(B):
+        for c in range(C):
+            acc = 0.0
+            for s in range(S):
+                acc += w[b * S + s] * h[h_off + b * hs0 + s * hs1 + c]
+            out[b * C + c] = acc
+
+
+@kernel
+def context_backward_reference(g, w, h, h_off, hs0, hs1, dw, dh, B, S, C):
+    """dw[b, s] = g[b] . h[b, s];  dh[b, s, c] = w[b, s] g[b, c] (both overwritten)."""
+    for b in range(B):
+        for s in range(S):
+            dot = 0.0
+            for c in range(C):
+                dot += g[b * C + c] * h[h_off + b * hs0 + s * hs1 + c]
+                dh[(b * S + s) * C + c] = w[b * S + s] * g[b * C + c]
+            dw[b * S + s] = dot
+
+
+# ============================================================================ fast tier
 
 
 
 # Rows are sliced out of the buffers and indexed from 0, so the loops over `a` vectorise (with the
 # arithmetic exp inside _tanh; the forward's dot product with v may be summed in any order).
 @vector_kernel
-def additive_score_forward(pk, q, v, t, scores, B, S, A):
+def additive_score_forward_fast(pk, q, v, t, scores, B, S, A):
     PK, Q, V, TT, SC = as_array(pk), as_array(q), as_array(v), as_array(t), as_array(scores)
     for b in range(B):
         qb = Q[b * A:(b + 1) * A]
@@ -53,7 +113,7 @@ def additive_score_forward(pk, q, v, t, scores, B, S, A):
 
 
 @kernel
-def additive_score_backward(g, t, v, B, S, A, dpk, dq, dv):
+def additive_score_backward_fast(g, t, v, B, S, A, dpk, dq, dv):
     """dpk (B, S, A) is overwritten; dq (B, A) and dv (A) must arrive zero-filled (they accumulate)."""
     G, TT, V, DPK, DQ, DV = as_array(g), as_array(t), as_array(v), as_array(dpk), as_array(dq), \
         as_array(dv)
@@ -104,5 +164,14 @@ def context_backward(g, w, h, h_off, hs0, hs1, dw, dh, B, S, C):
             DW[b * S + s] = dot
 
 
-CONTEXT_FORWARD = by_typecode(context_forward, "T T i i i T i i i")
-CONTEXT_BACKWARD = by_typecode(context_backward, "T T T i i i T T i i i")
+# ============================================================================ the interface
+_CF, _CB = "T T i i i T i i i", "T T T i i i T T i i i"
+register(globals(),
+         reference=dict(additive_score_forward=additive_score_forward_reference,
+                        additive_score_backward=additive_score_backward_reference,
+                        CONTEXT_FORWARD=by_typecode(context_forward_reference, _CF),
+                        CONTEXT_BACKWARD=by_typecode(context_backward_reference, _CB)),
+         fast=dict(additive_score_forward=additive_score_forward_fast,
+                   additive_score_backward=additive_score_backward_fast,
+                   CONTEXT_FORWARD=by_typecode(context_forward, _CF),
+                   CONTEXT_BACKWARD=by_typecode(context_backward, _CB)))

@@ -1,27 +1,50 @@
-"""Elementwise kernels: unary maps, binary maps with broadcasting, comparisons, `where`.
+"""Elementwise kernels: unary maps, binary maps with broadcasting, comparisons, `where`, copies.
 
-Every kernel walks its operands as 4-d strided views into flat buffers::
+Every strided kernel walks its operands as 4-d views into flat buffers::
 
     element (i0, i1, i2, i3) of x lives at x[x_off + i0*xs0 + i1*xs1 + i2*xs2 + i3*xs3]
 
 and writes a fresh contiguous output. Broadcasting costs nothing here: a broadcast dimension simply
-has stride 0. The tensor layer first merges dimensions that are contiguous in every operand, so the
-common case (same shape, contiguous) arrives as ``n0 = n1 = n2 = 1`` and one long inner loop.
+has stride 0. The op layer (ops/_launch.py) first merges dimensions that are contiguous in every
+operand, so the common case (same shape, contiguous) arrives as ``n0 = n1 = n2 = 1`` and one long
+inner loop -- or as a *packed* call on whole buffers.
 
-Each unary op is written twice, side by side: its value ``y = f(x)`` in `_unary_value` and its
-derivative ``dy/dx`` (given ``x`` and ``y``) in `_unary_derivative`. The autograd layer multiplies the
-derivative by the upstream gradient in `unary_backward`, so adding an activation is two short lines.
+The formulas are written once. Each unary op has its value ``y = f(x)`` in `_unary_value` and its
+derivative ``dy/dx`` (given ``x`` and ``y``) in `_unary_derivative`, side by side; each binary op its
+value in `_binary_value`. Adding an activation is one op code and one line in each table.
+
+Two tiers (kernels/tiers.py) run these formulas:
+
+- reference: plain loops that ask "which op?" for every element (`unary_packed_reference`: one
+  loop, one call of `_unary_value`). Read these.
+- fast: the same loops, compiled once per op. `numba.literally(op)` makes the op code a
+  compile-time constant, so the `if op == ...` chain folds away and the loop body is the op's one
+  formula, which LLVM turns into vector instructions (8-16 elements at a time). Nothing is copied
+  per op: the factory is the compiler. Strided rows that are contiguous go to the same loops as
+  slices.
+
+Op codes are plain ints in three ranges that cannot collide (unary 0.., binary 100.., comparison
+200..), because numba compiles comparisons of ints into the loops.
 
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 import math
 
+from numba import literally
+
 from .buffers import as_array
 from .exp import exp
 from .jit import by_typecode, inline, kernel
+from .tiers import register
 
-# --- unary op codes (p1, p2 are optional float parameters) ---
+# --- op codes: unary (p1, p2 are optional float parameters), binary, comparison and logic ---
 NEG, ABS, EXP, LOG, SQRT, TANH, SIGMOID, RELU, GELU, GELU_TANH, CLAMP, POW, SIN, COS = range(14)
+ADD, SUB, MUL, DIV, POW2, MAXIMUM, MINIMUM, REMAINDER, FLOOR_DIVIDE = range(100, 109)
+EQ, NE, LT, LE, GT, GE, AND, OR, XOR = range(200, 209)  # outputs are bool (0/1 bytes)
+
+
+# ============================================================================ the formulas
+
 
 _SQRT_2 = math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -79,8 +102,8 @@ def _unary_value(op, x, p1, p2):
         return math.tanh(x)
     if op == SIGMOID:
         return _sigmoid(x)
-    if op == RELU:
-        return x if x > 0.0 else 0.0 * x
+    if op == RELU:  # max(x, 0); NaN stays NaN (not (NaN <= 0))
+        return 0.0 if x <= 0.0 else x
     if op == GELU:  # x * Phi(x), Phi the standard normal CDF
         return 0.5 * x * (1.0 + math.erf(x / _SQRT_2))
     if op == GELU_TANH:  # the tanh approximation of GELU
@@ -128,70 +151,6 @@ def _unary_derivative(op, x, y, p1, p2):
     return -math.sin(x)  # COS
 
 
-@kernel
-def unary(op, p1, p2, x, x_off, xs0, xs1, xs2, xs3, out, n0, n1, n2, n3):
-    """out = f(x) elementwise; x a strided 4-d view, out contiguous (n0, n1, n2, n3)."""
-    o = 0
-    for i0 in range(n0):
-        for i1 in range(n1):
-            for i2 in range(n2):
-                px = x_off + i0 * xs0 + i1 * xs1 + i2 * xs2
-                for i3 in range(n3):
-                    out[o + i3] = _unary_value(op, x[px + i3 * xs3], p1, p2)
-                o += n3
-
-
-@kernel
-def unary_packed(op, p1, p2, x, out, n):
-    """out = f(x) for a contiguous x of n elements: `unary` for the common case, with 6 arguments
-    instead of 14 (every argument costs time on every call, and at small sizes that is the cost).
-
-    The ops of a training step get loops of their own: a loop that tests `op` for every element
-    is not vectorised; a loop whose body is one formula handles 8-16 elements per instruction."""
-    if op == RELU:
-        for i in range(n):
-            out[i] = x[i] if x[i] > 0.0 else 0.0 * x[i]
-    elif op == EXP:
-        for i in range(n):
-            out[i] = _exp(x[i])
-    elif op == SIGMOID:
-        for i in range(n):
-            out[i] = _sigmoid(x[i])
-    elif op == NEG:
-        for i in range(n):
-            out[i] = -x[i]
-    else:
-        for i in range(n):
-            out[i] = _unary_value(op, x[i], p1, p2)
-
-
-@kernel
-def unary_backward(op, p1, p2, g, x, y, out, n):
-    """out = g * f'(x) for contiguous g, x, y = f(x) of n elements (common ops in loops of their
-    own, as in unary_packed)."""
-    if op == RELU:
-        for i in range(n):
-            out[i] = g[i] * (1.0 if x[i] > 0.0 else 0.0)
-    elif op == EXP:
-        for i in range(n):
-            out[i] = g[i] * y[i]
-    elif op == SIGMOID:
-        for i in range(n):
-            out[i] = g[i] * (y[i] * (1.0 - y[i]))
-    elif op == TANH:
-        for i in range(n):
-            out[i] = g[i] * (1.0 - y[i] * y[i])
-    else:
-        for i in range(n):
-            out[i] = g[i] * _unary_derivative(op, x[i], y[i], p1, p2)
-
-
-# --- binary op codes ---
-ADD, SUB, MUL, DIV, POW2, MAXIMUM, MINIMUM, REMAINDER, FLOOR_DIVIDE = range(9)
-# comparisons and logic produce bool (uint8) outputs
-EQ, NE, LT, LE, GT, GE, AND, OR, XOR = range(9)
-
-
 @inline
 def _binary_value(op, a, b):
     if op == ADD:
@@ -236,62 +195,62 @@ def _compare_value(op, a, b):
     return (a != 0) != (b != 0)  # XOR
 
 
+# ============================================================================ reference tier
+
+
+@kernel
+def unary_packed_reference(op, p1, p2, x, out, n):
+    """out[i] = f(x[i]) for contiguous x and out of n elements."""
+    for i in range(n):
+        out[i] = _unary_value(op, x[i], p1, p2)
+
+
+@kernel
+def unary_backward_reference(op, p1, p2, g, x, y, out, n):
+    """out[i] = g[i] * f'(x[i]), given y = f(x); all contiguous, n elements."""
+    for i in range(n):
+        out[i] = g[i] * _unary_derivative(op, x[i], y[i], p1, p2)
+
+
+@kernel
+def unary(op, p1, p2, x, x_off, xs0, xs1, xs2, xs3, out, n0, n1, n2, n3):
+    """out = f(x) elementwise; x a strided 4-d view, out contiguous (n0, n1, n2, n3)."""
+    o = 0
+    for i0 in range(n0):
+        for i1 in range(n1):
+            for i2 in range(n2):
+                px = x_off + i0 * xs0 + i1 * xs1 + i2 * xs2
+                for i3 in range(n3):
+                    out[o + i3] = _unary_value(op, x[px + i3 * xs3], p1, p2)
+                o += n3
+
+
+@kernel
+def binary_packed_reference(op, a, b, out, n):
+    """out[i] = a[i] (op) b[i] for contiguous a, b, out of n elements."""
+    for i in range(n):
+        out[i] = _binary_value(op, a[i], b[i])
+
+
 @kernel
 def binary(op, a, a_off, as0, as1, as2, as3, b, b_off, bs0, bs1, bs2, bs3, out, n0, n1, n2, n3):
-    """out = a (op) b with broadcasting by zero strides; out contiguous (n0, n1, n2, n3).
-
-    When both inputs' last dim is contiguous (a bias added to every row, say), each row is
-    handed to `binary_packed` as slices, whose loops vectorise."""
-    A, B, O = as_array(a), as_array(b), as_array(out)
+    """out = a (op) b with broadcasting by zero strides; out contiguous (n0, n1, n2, n3)."""
     o = 0
     for i0 in range(n0):
         for i1 in range(n1):
             for i2 in range(n2):
                 pa = a_off + i0 * as0 + i1 * as1 + i2 * as2
                 pb = b_off + i0 * bs0 + i1 * bs1 + i2 * bs2
-                if as3 == 1 and bs3 == 1:
-                    binary_packed(op, A[pa:pa + n3], B[pb:pb + n3], O[o:o + n3], n3)
-                else:
-                    for i3 in range(n3):
-                        out[o + i3] = _binary_value(op, a[pa + i3 * as3], b[pb + i3 * bs3])
+                for i3 in range(n3):
+                    out[o + i3] = _binary_value(op, a[pa + i3 * as3], b[pb + i3 * bs3])
                 o += n3
 
 
 @kernel
-def binary_packed(op, a, b, out, n):
-    """out = a (op) b for contiguous a and b of the same n elements (no broadcasting): `binary`
-    for the common case, with 5 arguments instead of 18. add, sub and mul (gradient sums,
-    residuals, gates) get loops of their own, which vectorise (see unary_packed)."""
-    if op == ADD:
-        for i in range(n):
-            out[i] = a[i] + b[i]
-    elif op == MUL:
-        for i in range(n):
-            out[i] = a[i] * b[i]
-    elif op == SUB:
-        for i in range(n):
-            out[i] = a[i] - b[i]
-    else:
-        for i in range(n):
-            out[i] = _binary_value(op, a[i], b[i])
-
-
-@kernel
-def binary_scalar_packed(op, a, s, reverse, out, n):
-    """out = a (op) s, or s (op) a when `reverse`, for a contiguous a of n elements (x + c and
-    x * c in loops of their own, as in binary_packed)."""
-    if op == ADD:
-        for i in range(n):
-            out[i] = a[i] + s
-    elif op == MUL:
-        for i in range(n):
-            out[i] = a[i] * s
-    elif reverse:
-        for i in range(n):
-            out[i] = _binary_value(op, s, a[i])
-    else:
-        for i in range(n):
-            out[i] = _binary_value(op, a[i], s)
+def binary_scalar_packed_reference(op, a, s, reverse, out, n):
+    """out[i] = a[i] (op) s, or s (op) a[i] when `reverse`; contiguous a and out of n elements."""
+    for i in range(n):
+        out[i] = _binary_value(op, s, a[i]) if reverse else _binary_value(op, a[i], s)
 
 
 @kernel
@@ -302,12 +261,9 @@ def binary_scalar(op, a, a_off, as0, as1, as2, as3, s, reverse, out, n0, n1, n2,
         for i1 in range(n1):
             for i2 in range(n2):
                 pa = a_off + i0 * as0 + i1 * as1 + i2 * as2
-                if reverse:
-                    for i3 in range(n3):
-                        out[o + i3] = _binary_value(op, s, a[pa + i3 * as3])
-                else:
-                    for i3 in range(n3):
-                        out[o + i3] = _binary_value(op, a[pa + i3 * as3], s)
+                for i3 in range(n3):
+                    v = a[pa + i3 * as3]
+                    out[o + i3] = _binary_value(op, s, v) if reverse else _binary_value(op, v, s)
                 o += n3
 
 
@@ -359,6 +315,106 @@ def copy(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0, n1, n
 
 
 @kernel
+def to_int(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0, n1, n2, n3):
+    """Strided copy from a float view into an integer view, rounding toward zero (as a C cast)."""
+    for i0 in range(n0):
+        for i1 in range(n1):
+            for i2 in range(n2):
+                px = x_off + i0 * xs0 + i1 * xs1 + i2 * xs2
+                po = o_off + i0 * os0 + i1 * os1 + i2 * os2
+                for i3 in range(n3):
+                    out[po + i3 * os3] = int(x[px + i3 * xs3])
+
+
+@kernel
+def fill(out, o_off, os0, os1, os2, os3, value, n0, n1, n2, n3):
+    """Write `value` into every element of a strided view (`fill_`, `zero_`, masked writes)."""
+    for i0 in range(n0):
+        for i1 in range(n1):
+            for i2 in range(n2):
+                po = o_off + i0 * os0 + i1 * os1 + i2 * os2
+                for i3 in range(n3):
+                    out[po + i3 * os3] = value
+
+
+@kernel
+def axpy(alpha, x, out, n):
+    """out += alpha * x over contiguous buffers (the autograd engine's in-place gradient sums)."""
+    for i in range(n):
+        out[i] += alpha * x[i]
+
+
+@kernel
+def add_row_vector_reference(out, v, rows, n):
+    """out[r, j] += v[j] for each of `rows` contiguous rows of n (a bias added to every row)."""
+    for r in range(rows):
+        for j in range(n):
+            out[r * n + j] += v[j]
+
+
+# ============================================================================ fast tier
+# The reference loops, compiled once per op (literally) and fed contiguous rows as slices.
+
+
+@kernel
+def unary_packed_fast(op, p1, p2, x, out, n):
+    literally(op)  # one compiled loop per op: its body is that op's formula, vectorised
+    for i in range(n):
+        out[i] = _unary_value(op, x[i], p1, p2)
+
+
+@kernel
+def unary_backward_fast(op, p1, p2, g, x, y, out, n):
+    literally(op)
+    for i in range(n):
+        out[i] = g[i] * _unary_derivative(op, x[i], y[i], p1, p2)
+
+
+@kernel
+def binary_packed_fast(op, a, b, out, n):
+    literally(op)
+    for i in range(n):
+        out[i] = _binary_value(op, a[i], b[i])
+
+
+@kernel
+def binary_scalar_packed_fast(op, a, s, reverse, out, n):
+    literally(op)
+    if reverse:
+        for i in range(n):
+            out[i] = _binary_value(op, s, a[i])
+    else:
+        for i in range(n):
+            out[i] = _binary_value(op, a[i], s)
+
+
+@inline
+def _binary_row(op, a, b, out, n):
+    for i in range(n):
+        out[i] = _binary_value(op, a[i], b[i])
+
+
+@kernel
+def binary_fast(op, a, a_off, as0, as1, as2, as3, b, b_off, bs0, bs1, bs2, bs3, out,
+                n0, n1, n2, n3):
+    """`binary`, where rows whose last dim is contiguous in both inputs (a bias added to every row)
+    are handed over as slices indexed from 0, whose loop vectorises."""
+    A, B, O = as_array(a), as_array(b), as_array(out)
+    o = 0
+    for i0 in range(n0):
+        for i1 in range(n1):
+            for i2 in range(n2):
+                pa = a_off + i0 * as0 + i1 * as1 + i2 * as2
+                pb = b_off + i0 * bs0 + i1 * bs1 + i2 * bs2
+                if as3 == 1 and bs3 == 1:
+                    _binary_row(op, A[pa:pa + n3], B[pb:pb + n3], O[o:o + n3], n3)
+                else:
+                    for i3 in range(n3):
+                        out[o + i3] = _binary_value(op, a[pa + i3 * as3], b[pb + i3 * bs3])
+                o += n3
+
+
+@kernel
 def copy_same(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0, n1, n2, n3):
     """`copy` between buffers of the same type: rows whose last dim is contiguous on both sides
     are copied as slices (a loop LLVM turns into vector moves), the rest element by element."""
@@ -379,26 +435,7 @@ def copy_same(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0, 
 
 
 @kernel
-def fill(out, o_off, os0, os1, os2, os3, value, n0, n1, n2, n3):
-    """Write `value` into every element of a strided view (`fill_`, `zero_`, masked writes)."""
-    for i0 in range(n0):
-        for i1 in range(n1):
-            for i2 in range(n2):
-                po = o_off + i0 * os0 + i1 * os1 + i2 * os2
-                for i3 in range(n3):
-                    out[po + i3 * os3] = value
-
-
-@kernel
-def axpy(alpha, x, out, n):
-    """out += alpha * x over contiguous buffers (in-place updates: gradient accumulation, SGD)."""
-    for i in range(n):
-        out[i] += alpha * x[i]
-
-
-@kernel
-def add_row_vector(out, v, rows, n):
-    """out[r, :] += v for each of `rows` contiguous rows of n (a bias added to every row)."""
+def add_row_vector_fast(out, v, rows, n):
     O = as_array(out)
     V = as_array(v)
     for r in range(rows):
@@ -407,30 +444,35 @@ def add_row_vector(out, v, rows, n):
             row[j] += V[j]
 
 
-@kernel
-def to_int(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0, n1, n2, n3):
-    """Strided copy from a float view into an integer view, rounding toward zero (as a C cast)."""
-    for i0 in range(n0):
-        for i1 in range(n1):
-            for i2 in range(n2):
-                px = x_off + i0 * xs0 + i1 * xs1 + i2 * xs2
-                po = o_off + i0 * os0 + i1 * os1 + i2 * os2
-                for i3 in range(n3):
-                    out[po + i3 * os3] = int(x[px + i3 * xs3])
+# ============================================================================ the interface
+# What ops/ calls, by buffer typecode (see jit.by_typecode); packed maps are keyed (typecode, op).
 
-
-# The packed kernels by buffer typecode, called through their entry points (see jit.by_typecode):
-# the op library's hot paths, where numba's argument dispatch would cost as much as the loop.
-UNARY_PACKED = by_typecode(unary_packed, "i f f T T i")
-UNARY_BACKWARD = by_typecode(unary_backward, "i f f T T T T i")
-BINARY_PACKED = by_typecode(binary_packed, "i T T T i")
-BINARY_SCALAR_PACKED = by_typecode(binary_scalar_packed, "i T S b T i")
-AXPY = by_typecode(axpy, "f T T i")
-ADD_ROW_VECTOR = by_typecode(add_row_vector, "T T i i")
-# ... and the strided kernels, keyed by their input buffers' typecode
+_STRIDED = "T i i i i i T i i i i i i i i i"
+register(
+    globals(),
+    reference=dict(
+        UNARY_PACKED=by_typecode(unary_packed_reference, "L f f T T i", literal=False),
+        UNARY_BACKWARD=by_typecode(unary_backward_reference, "L f f T T T T i", literal=False),
+        BINARY_PACKED=by_typecode(binary_packed_reference, "L T T T i", literal=False),
+        BINARY_SCALAR_PACKED=by_typecode(binary_scalar_packed_reference, "L T S b T i",
+                                         literal=False),
+        BINARY=by_typecode(binary, "i T i i i i i T i i i i i T i i i i"),
+        COPY_SAME=by_typecode(copy, _STRIDED),
+        ADD_ROW_VECTOR=by_typecode(add_row_vector_reference, "T T i i"),
+    ),
+    fast=dict(
+        UNARY_PACKED=by_typecode(unary_packed_fast, "L f f T T i"),
+        UNARY_BACKWARD=by_typecode(unary_backward_fast, "L f f T T T T i"),
+        BINARY_PACKED=by_typecode(binary_packed_fast, "L T T T i"),
+        BINARY_SCALAR_PACKED=by_typecode(binary_scalar_packed_fast, "L T S b T i"),
+        BINARY=by_typecode(binary_fast, "i T i i i i i T i i i i i T i i i i"),
+        COPY_SAME=by_typecode(copy_same, _STRIDED),
+        ADD_ROW_VECTOR=by_typecode(add_row_vector_fast, "T T i i"),
+    ),
+)
+# One version, plain loops, in both tiers:
 UNARY = by_typecode(unary, "i f f T i i i i i T i i i i")
-BINARY = by_typecode(binary, "i T i i i i i T i i i i i T i i i i")
 BINARY_SCALAR = by_typecode(binary_scalar, "i T i i i i i S b T i i i i")
 COMPARE = by_typecode(compare, "i T i i i i i T i i i i i @B i i i i")
 WHERE = by_typecode(where, "@B i i i i i T i i i i i T i i i i i T i i i i")
-COPY_SAME = by_typecode(copy_same, "T i i i i i T i i i i i i i i i")
+AXPY = by_typecode(axpy, "f T T i")

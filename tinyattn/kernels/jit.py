@@ -19,6 +19,7 @@ Compiled code is cached on disk (``__pycache__``, or ``NUMBA_CACHE_DIR``), so la
 
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
+import array
 import os
 import sys
 
@@ -73,31 +74,40 @@ class by_typecode(dict):
     `spec` gives the argument types, space-separated: ``i`` int64, ``f`` float64, ``b`` bool, ``S`` a
     number of the table's kind (float64 for float buffers, int64 otherwise), ``T`` a buffer of the
     table's typecode, and ``@B`` / ``@q`` / ``@d`` / ``@f`` a buffer of that fixed
-    typecode (bool / int64 / float64 / float32 outputs, index buffers). Interpreted
-    (``NUMBA_DISABLE_JIT=1``) every entry is the plain Python function: the fast path's twin.
+    typecode (bool / int64 / float64 / float32 outputs, index buffers).
+
+    ``L`` (first argument only) is an op code the kernel specialises on: the table is then keyed by
+    ``(typecode, op)`` and each entry is compiled with that op as a compile-time constant
+    (`numba.literally` in the kernel), so its loop body is the one formula of that op and LLVM
+    vectorises it. With ``literal=False`` the same key compiles one generic entry for every op (the
+    reference tier: the op is tested per element). Interpreted (``NUMBA_DISABLE_JIT=1``) every entry
+    is the plain Python function: the fast path's twin.
     """
 
-    def __init__(self, fn, spec):
+    def __init__(self, fn, spec, literal=True):
         super().__init__()
         self.fn = fn
         self.spec = spec.split()
+        self.literal = literal
 
-    def __missing__(self, typecode):
+    def __missing__(self, key):
         fn = self.fn
+        typecode, op = key if isinstance(key, tuple) else (key, None)
         if isinstance(fn, numba.core.dispatcher.Dispatcher):
-            import array
             args = []
             for s in self.spec:
                 if s == "T" or s.startswith("@"):
                     args.append(numba.typeof(array.array(typecode if s == "T" else s[1:])))
                 elif s == "S":
                     args.append(numba.float64 if typecode in "fd" else numba.int64)
+                elif s == "L":
+                    args.append(numba.types.IntegerLiteral(op) if self.literal else numba.int64)
                 else:
                     args.append({"i": numba.int64, "f": numba.float64, "b": numba.boolean}[s])
             # compile() loads the signature from the disk cache when it is there; it returns the
             # entry point, the same function numba's dispatcher calls once it has found it.
             fn = fn.compile(tuple(args))
-        self[typecode] = fn
+        self[key] = fn
         return fn
 
 

@@ -21,6 +21,7 @@ Chapter 5 of the tour (docs/05-transformer.md) walks through this file.
 import math
 
 from .jit import kernel
+from .tiers import register
 
 
 @kernel
@@ -141,3 +142,12 @@ def bce_with_logits_backward(g, x, t, pw, n, dx, dt, dpw):
         dx[i] = g[i] * ((1.0 - t[i]) - lw * sig_neg)
         dt[i] = g[i] * (-xi + (pw[i] - 1.0) * sp)
         dpw[i] = g[i] * t[i] * sp
+
+
+# The interface (kernels/tiers.py). One version: these loops are already the plain ones, so the
+# reference and fast tiers bind the same functions.
+_KERNELS = dict(check_targets=check_targets, cross_entropy_forward=cross_entropy_forward,
+                cross_entropy_backward=cross_entropy_backward, nll_forward=nll_forward,
+                nll_backward=nll_backward, bce_with_logits_forward=bce_with_logits_forward,
+                bce_with_logits_backward=bce_with_logits_backward)
+register(globals(), reference=_KERNELS, fast=_KERNELS)

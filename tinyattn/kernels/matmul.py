@@ -58,8 +58,9 @@ from .buffers import as_array, load, store
 from .jit import by_typecode, vector_kernel
 from ._microkernel import MR, NR
 from ._microkernel import micro_kernel as _micro_unrolled
+from .tiers import register
 
-__all__ = ["bmm", "bmm_reference", "ensure_compiled"]
+__all__ = ["bmm", "bmm_fast", "bmm_reference", "ensure_compiled"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -390,9 +391,9 @@ def _scratch(typecode):
 PARALLEL_MIN_WORK = 1 << 22
 
 
-def bmm(a, a_off, a_sb0, a_sb1, a_sm, a_sk,
-        b, b_off, b_sb0, b_sb1, b_sk, b_sn,
-        out, nb0, nb1, M, N, K):
+def bmm_fast(a, a_off, a_sb0, a_sb1, a_sm, a_sk,
+             b, b_off, b_sb0, b_sb1, b_sk, b_sn,
+             out, nb0, nb1, M, N, K):
     """out[i0, i1] = a[i0, i1] @ b[i0, i1] for a (nb0, nb1, M, K) and b (nb0, nb1, K, N) strided
     views into flat buffers (element strides, any of them may be 0 for broadcast, a or b may be
     transposed views, i.e. a_sk != 1 or b_sn != 1), out a fresh contiguous (nb0, nb1, M, N) buffer.
@@ -461,3 +462,8 @@ def _bmm_threaded(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_
              out, nb1, M, N, K, rows_per_unit, u0, u1, _scratch(typecode))
 
     threads.parallel_for(run, units)
+
+
+# The interface (kernels/tiers.py): ops call `bmm`, bound to the plain triple loop or the blocked
+# kernel above.
+register(globals(), reference={"bmm": bmm_reference}, fast={"bmm": bmm_fast})

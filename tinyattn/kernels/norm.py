@@ -13,12 +13,65 @@ Backward, with upstream gradient g and gy = g * w (w = 1 when absent):
 Composed from primitives this is ~10 ops forward and ~20 backward, each a pass over the whole
 tensor; fused it is one pass (two loops over each row) each way.
 
+Tiers: `layer_norm_forward_reference` / `_backward_reference` index the flat buffers directly and
+follow the equations line by line; the fast kernels slice each row out (indexed from 0, no
+negative-index check), keep the weight / bias branches outside the loops and let the sums be
+reordered, so every loop vectorises.
+
 Chapter 5 of the tour (docs/05-transformer.md) walks through this file.
 """
 import math
 
 from .buffers import as_array
-from .jit import by_typecode, vector_kernel
+from .jit import by_typecode, kernel, vector_kernel
+from .tiers import register
+
+
+@kernel
+def layer_norm_forward_reference(x, w, b, has_w, has_b, out, mean, rstd, N, D, eps):
+    """out = layer_norm(x) row by row; mean and rstd (N, float64) are kept for backward."""
+    for n in range(N):
+        row = n * D
+        mu = 0.0
+        for d in range(D):
+            mu += x[row + d]
+        mu /= D
+        var = 0.0
+        for d in range(D):
+            var += (x[row + d] - mu) ** 2
+        var /= D
+        denom = math.sqrt(var + eps)
+        r = 1.0 / denom if denom > 0.0 else math.inf
+        mean[n] = mu
+        rstd[n] = r
+        for d in range(D):
+            y = (x[row + d] - mu) * r
+            if has_w:
+                y *= w[d]
+            if has_b:
+                y += b[d]
+            out[row + d] = y
+
+
+@kernel
+def layer_norm_backward_reference(g, x, w, has_w, mean, rstd, dx, dw, db, N, D):
+    """dx = rstd * (gy - mean(gy) - xhat * mean(gy * xhat)) per row, gy = g * w; dw, db (zeroed by
+    the caller) accumulate sum g * xhat and sum g over the rows."""
+    for n in range(N):
+        row = n * D
+        mean_gy = 0.0
+        mean_gy_xhat = 0.0
+        for d in range(D):
+            xhat = (x[row + d] - mean[n]) * rstd[n]
+            gy = g[row + d] * (w[d] if has_w else 1.0)
+            mean_gy += gy / D
+            mean_gy_xhat += gy * xhat / D
+            dw[d] += g[row + d] * xhat
+            db[d] += g[row + d]
+        for d in range(D):
+            xhat = (x[row + d] - mean[n]) * rstd[n]
+            gy = g[row + d] * (w[d] if has_w else 1.0)
+            dx[row + d] = rstd[n] * (gy - mean_gy - xhat * mean_gy_xhat)
 
 
 # Rows are sliced out of the buffers and indexed from 0, the branches on has_w / has_b sit
@@ -90,5 +143,9 @@ def layer_norm_backward(g, x, w, has_w, mean, rstd, dx, dw, db, N, D):
                 dxr[d] = r * (gr[d] - m_gy - xhat * m_gy_xhat)
 
 
-FORWARD = by_typecode(layer_norm_forward, "T T T b b T @d @d i i f")
-BACKWARD = by_typecode(layer_norm_backward, "T T T b @d @d T @d @d i i")
+_FWD, _BWD = "T T T b b T @d @d i i f", "T T T b @d @d T @d @d i i"
+register(globals(),
+         reference=dict(FORWARD=by_typecode(layer_norm_forward_reference, _FWD),
+                        BACKWARD=by_typecode(layer_norm_backward_reference, _BWD)),
+         fast=dict(FORWARD=by_typecode(layer_norm_forward, _FWD),
+                   BACKWARD=by_typecode(layer_norm_backward, _BWD)))

@@ -21,6 +21,7 @@ import math
 
 from .elementwise import _div
 from .jit import inline, kernel
+from .tiers import register
 
 
 @inline
@@ -134,3 +135,9 @@ def _adam_element(i, p, g, m, v, v_max, amsgrad, sign, decay, l2, beta1, beta2, 
 
     denom = math.sqrt(vi) / bias_correction2_sqrt + eps
     p[i] = pi + _div(-step_size * mi, denom)
+
+
+# The interface (kernels/tiers.py). One version: these loops are already the plain ones, so the
+# reference and fast tiers bind the same functions.
+_KERNELS = dict(sgd_step=sgd_step, adam_step=adam_step)
+register(globals(), reference=_KERNELS, fast=_KERNELS)

@@ -11,6 +11,7 @@ interpreted (Python ints) -- the NUMBA_DISABLE_JIT=1 run reproduces the compiled
 import math
 
 from .jit import inline, kernel
+from .tiers import register
 
 _M32 = 0xFFFFFFFF
 _TWO_PI = 2.0 * math.pi
@@ -101,3 +102,10 @@ def randperm(out, n, k1, k2):
 def hash32(x):
     """The same hash, callable from Python (the generator derives its keys with it)."""
     return _hash32(x & _M32)
+
+
+# The interface (kernels/tiers.py). One version: these loops are already the plain ones, so the
+# reference and fast tiers bind the same functions.
+_KERNELS = dict(uniform=uniform, normal=normal, randint=randint, bernoulli_scale=bernoulli_scale,
+                dropout_apply=dropout_apply, randperm=randperm, hash32=hash32)
+register(globals(), reference=_KERNELS, fast=_KERNELS)

@@ -32,6 +32,7 @@ and the caller adds dgh @ W_hh to dh (the path through the recurrent matmul).
 from .buffers import as_array
 from .elementwise import _exp, _sigmoid
 from .jit import inline, kernel
+from .tiers import register
 
 
 @inline
@@ -132,3 +133,9 @@ def gru_step_backward(g, g_off, use_g, carry, m, use_m, h, h_off, ws, ws_off, le
             dh_n[j] = di_n[j] * w_r[j]
         for j in range(H):
             c[j] = c[j] * w_z[j]
+
+
+# The interface (kernels/tiers.py). One version: these loops are already the plain ones, so the
+# reference and fast tiers bind the same functions.
+_KERNELS = dict(gru_step_forward=gru_step_forward, gru_step_backward=gru_step_backward)
+register(globals(), reference=_KERNELS, fast=_KERNELS)

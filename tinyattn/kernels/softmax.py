@@ -22,13 +22,85 @@ from 0 (no negative-index check per element), the sums may be reordered (`vector
 the row maximum is an integer maximum over keys that order like the floats (`_row_max`). The
 general (O, R, I) kernels (softmax over an inner dim) keep the plain loops.
 
+Tiers: the reference kernels come first -- one line of R numbers at a stride, three loops
+(maximum, sum of exps, normalise) with math.exp, exactly the equations above. The fast tier is
+everything after them.
+
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 import math
 
 from .buffers import as_array
 from .exp import exp, exp_float32, f32, from_order_key, order_key
-from .jit import by_typecode, vector_kernel
+from .jit import by_typecode, inline, kernel, vector_kernel
+from .tiers import register
+
+
+# ============================================================================ reference tier
+
+
+@inline
+def _softmax_line(x, out, base, stride, R, log):
+    """out = softmax (or log_softmax) of x[base + r*stride], r < R."""
+    m = -math.inf
+    for r in range(R):
+        v = x[base + r * stride]
+        if v > m or v != v:  # the maximum; NaN wins, so a row holding NaN becomes NaN
+            m = v
+    if m == -math.inf:  # every entry -inf (all keys masked): weights 0, log-weights -inf
+        for r in range(R):
+            out[base + r * stride] = -math.inf if log else 0.0
+        return
+    s = 0.0
+    for r in range(R):
+        s += math.exp(x[base + r * stride] - m)
+    for r in range(R):
+        z = x[base + r * stride] - m
+        out[base + r * stride] = z - math.log(s) if log else math.exp(z) / s
+
+
+@inline
+def _softmax_line_backward(g, y, out, base, stride, R, log):
+    """dx = y * (g - sum g*y) for softmax; dx = g - exp(y) * sum g for log_softmax."""
+    s = 0.0
+    for r in range(R):
+        p = base + r * stride
+        s += g[p] if log else g[p] * y[p]
+    for r in range(R):
+        p = base + r * stride
+        out[p] = g[p] - math.exp(y[p]) * s if log else y[p] * (g[p] - s)
+
+
+@kernel
+def softmax_forward_reference(x, out, O, R, I, log):
+    """out = softmax(x) (or log_softmax when `log`) over axis R of contiguous (O, R, I) x."""
+    for o in range(O):
+        for i in range(I):
+            _softmax_line(x, out, o * R * I + i, I, R, log)
+
+
+@kernel
+def softmax_backward_reference(g, y, out, O, R, I, log):
+    """out = dL/dx given g = dL/dy and the forward output y, same layout as the forward."""
+    for o in range(O):
+        for i in range(I):
+            _softmax_line_backward(g, y, out, o * R * I + i, I, R, log)
+
+
+@kernel
+def softmax_rows_forward_reference(x, out, R, n0, n1, log, single):
+    """The rows n0 <= n < n1 of a contiguous (N, R) x (the last-dim case, split between cores)."""
+    for n in range(n0, n1):
+        _softmax_line(x, out, n * R, 1, R, log)
+
+
+@kernel
+def softmax_rows_backward_reference(g, y, out, R, n0, n1, log, single):
+    for n in range(n0, n1):
+        _softmax_line_backward(g, y, out, n * R, 1, R, log)
+
+
+# ============================================================================ fast tier
 
 
 @vector_kernel
@@ -210,8 +282,15 @@ def softmax_backward(g, y, out, O, R, I, log):
                     out[base + r * I] = y[base + r * I] * (g[base + r * I] - s)
 
 
+# ============================================================================ the interface
 # Entry points by typecode for the op layer (see jit.by_typecode).
-FORWARD = by_typecode(softmax_forward, "T T i i i b")
-BACKWARD = by_typecode(softmax_backward, "T T T i i i b")
-ROWS_FORWARD = by_typecode(softmax_rows_forward, "T T i i i b b")
-ROWS_BACKWARD = by_typecode(softmax_rows_backward, "T T T i i i b b")
+_F, _B, _RF, _RB = "T T i i i b", "T T T i i i b", "T T i i i b b", "T T T i i i b b"
+register(globals(),
+         reference=dict(FORWARD=by_typecode(softmax_forward_reference, _F),
+                        BACKWARD=by_typecode(softmax_backward_reference, _B),
+                        ROWS_FORWARD=by_typecode(softmax_rows_forward_reference, _RF),
+                        ROWS_BACKWARD=by_typecode(softmax_rows_backward_reference, _RB)),
+         fast=dict(FORWARD=by_typecode(softmax_forward, _F),
+                   BACKWARD=by_typecode(softmax_backward, _B),
+                   ROWS_FORWARD=by_typecode(softmax_rows_forward, _RF),
+                   ROWS_BACKWARD=by_typecode(softmax_rows_backward, _RB)))

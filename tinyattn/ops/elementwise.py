@@ -43,7 +43,7 @@ class Unary(Function):
     def forward(ctx, x, op, p1, p2):
         out = _empty(x.shape, x.dtype)
         if x._packed:
-            KE.UNARY_PACKED[x.dtype.typecode](op, p1, p2, x._data, out._data, len(out._data))
+            KE.UNARY_PACKED[x.dtype.typecode, op](op, p1, p2, x._data, out._data, len(out._data))
         else:
             shape4, (vx,) = views4(x.shape, x)
             KE.UNARY[x.dtype.typecode](op, p1, p2, *vx, out._data, *shape4)
@@ -58,7 +58,7 @@ class Unary(Function):
         _, op, p1, p2 = ctx.inputs
         x, g = packed(x), packed(g)
         out = _empty(x.shape, x.dtype)
-        KE.UNARY_BACKWARD[x.dtype.typecode](op, p1, p2, g._data, x._data, y._data, out._data,
+        KE.UNARY_BACKWARD[x.dtype.typecode, op](op, p1, p2, g._data, x._data, y._data, out._data,
                                             len(out._data))
         return out, None, None, None
 
@@ -166,7 +166,7 @@ def _binary_forward(op, a, b):
     """out = a (op) b, broadcasting; a and b already have the same dtype."""
     if a.shape == b.shape and a._packed and b._packed:
         out = _empty(a.shape, a.dtype)
-        KE.BINARY_PACKED[a.dtype.typecode](op, a._data, b._data, out._data, len(out._data))
+        KE.BINARY_PACKED[a.dtype.typecode, op](op, a._data, b._data, out._data, len(out._data))
         return out
     shape = _shapes.broadcast_shapes(_BINARY_NAMES[op], a.shape, b.shape)
     out = _empty(shape, a.dtype)
@@ -313,7 +313,7 @@ class ScalarOp(Function):
     def forward(ctx, x, op, c, reverse):
         out = _empty(x.shape, x.dtype)
         if x._packed:
-            KE.BINARY_SCALAR_PACKED[x.dtype.typecode](op, x._data, c, reverse, out._data,
+            KE.BINARY_SCALAR_PACKED[x.dtype.typecode, op](op, x._data, c, reverse, out._data,
                                                       len(out._data))
         else:
             shape4, (vx,) = views4(x.shape, x)
