@@ -102,8 +102,8 @@ def _unary_value(op, x, p1, p2):
         return math.tanh(x)
     if op == SIGMOID:
         return _sigmoid(x)
-    if op == RELU:  # max(x, 0); NaN stays NaN (not (NaN <= 0))
-        return 0.0 if x <= 0.0 else x
+    if op == RELU:  # max(x, 0); NaN and -0.0 pass through, as in PyTorch
+        return 0.0 if x < 0.0 else x
     if op == GELU:  # x * Phi(x), Phi the standard normal CDF
         return 0.5 * x * (1.0 + math.erf(x / _SQRT_2))
     if op == GELU_TANH:  # the tanh approximation of GELU

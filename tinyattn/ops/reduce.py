@@ -14,6 +14,7 @@ operators, so their gradients come from the primitives.
 
 Chapters 1 and 2 of the tour (docs/01-autograd.md, docs/02-kernels.md) walk through this file.
 """
+import builtins
 import math
 from collections import namedtuple
 
@@ -45,7 +46,8 @@ def sum_to_size(x, *shape):
     if x.shape == shape:
         return x
     lead = x.ndim - len(shape)
-    if lead < 0 or any(n != 1 and n != x.shape[lead + i] for i, n in enumerate(shape)):
+    # builtins.any: this module defines the tensor reductions sum / max / min / all / any
+    if lead < 0 or builtins.any(n != 1 and n != x.shape[lead + i] for i, n in enumerate(shape)):
         raise ValueError(f"sum_to_size: size {shape} is not expandable to the tensor's size "
                          f"{tuple(x.shape)}")
     dims = tuple(range(lead)) + tuple(

@@ -1,0 +1,326 @@
+"""The reference and fast kernel tiers (kernels/tiers.py) compute the same results.
+
+Each case runs one op forward and backward through the public API, once on each tier, over
+hypothesis shapes and memory layouts (contiguous, transposed, strided, offset views), and compares
+the outputs and input gradients. A spy on the tier tables checks that the cases between them call
+every kernel whose two tiers differ, so a fast kernel added without an agreement test fails here.
+Runs compiled and with NUMBA_DISABLE_JIT=1."""
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import tinyattn as ta
+import tinyattn.nn.functional as F
+from helpers import assert_close, broadcastable_pair, layouts, make_tensor, seeds, shapes
+from tinyattn.kernels import tiers
+from tinyattn.ops.attention import additive_score, attention_context
+
+FEW = settings(max_examples=12, deadline=None)
+
+
+def _both_tiers(fn, *inputs):
+    """(outputs, grads) of fn(*inputs) on each tier; the backward seeds with a fixed cotangent."""
+    results = {}
+    for tier in tiers.TIERS:
+        with tiers.use(tier):
+            xs = [x.detach().requires_grad_(x.dtype.is_floating_point) for x in inputs]
+            out = fn(*xs)
+            outs = out if isinstance(out, tuple) else (out,)
+            loss = None
+            for k, o in enumerate(outs):
+                if o.requires_grad:
+                    # a fixed, uneven cotangent, so every backward formula matters
+                    w = ta.arange(o.numel(), dtype=o.dtype).reshape(o.shape).sin()
+                    term = (o * w).sum()
+                    loss = term if loss is None else loss + term
+            if loss is not None:
+                loss.backward()
+            results[tier] = ([o.detach() for o in outs],
+                             [x.grad for x in xs if x.grad is not None])
+    return results["reference"], results["fast"]
+
+
+def _agree(fn, *inputs, rtol=1e-5, atol=1e-6):
+    (ref_out, ref_grad), (fast_out, fast_grad) = _both_tiers(fn, *inputs)
+    assert len(ref_grad) == len(fast_grad)
+    for r, f in zip(ref_out + ref_grad, fast_out + fast_grad):
+        assert r.dtype == f.dtype
+        assert_close(f, r, rtol=rtol, atol=atol)
+
+
+def _tol(dtype):
+    return dict(rtol=1e-5, atol=1e-6) if dtype == ta.float32 else dict(rtol=1e-12, atol=1e-12)
+
+
+dtypes = st.sampled_from([ta.float32, ta.float64])
+
+# ---------------------------------------------------------------------------- spy on the tables
+
+_called = set()
+
+
+class _Spy:
+    """Stands in for a kernel (or a by-typecode table of kernels) and records that it was used."""
+
+    def __init__(self, key, target):
+        self.key, self.target = key, target
+
+    def __getitem__(self, k):
+        _called.add(self.key)
+        return self.target[k]
+
+    def __call__(self, *args):
+        _called.add(self.key)
+        return self.target(*args)
+
+
+def _differing():
+    """{(module, name, tier)} for every kernel whose reference and fast versions differ."""
+    out = set()
+    for namespace, table in tiers._registered:
+        for name in table["fast"]:
+            if table["fast"][name] is not table["reference"][name]:
+                out |= {(namespace["__name__"], name, t) for t in tiers.TIERS}
+    return out
+
+
+@pytest.fixture(scope="module", autouse=True)
+def spy_on_kernels():
+    saved = []
+    for namespace, table in tiers._registered:
+        for tier in tiers.TIERS:
+            for name, fn in list(table[tier].items()):
+                if table["fast"][name] is not table["reference"][name]:
+                    saved.append((table[tier], name, fn))
+                    table[tier][name] = _Spy((namespace["__name__"], name, tier), fn)
+    tiers.use(tiers.active())          # re-bind the module names to the spies
+    yield
+    for table, name, fn in saved:
+        table[name] = fn
+    tiers.use(tiers.active())
+
+
+# ---------------------------------------------------------------------------- elementwise
+
+UNARY = {
+    "neg": lambda x: -x, "abs": lambda x: x.abs(), "exp": lambda x: x.exp(),
+    "log": lambda x: x.abs().add(0.5).log(), "sqrt": lambda x: x.abs().add(0.5).sqrt(),
+    "tanh": lambda x: x.tanh(), "sigmoid": lambda x: x.sigmoid(), "relu": lambda x: x.relu(),
+    "gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "clamp": lambda x: x.clamp(-0.5, 0.7), "pow": lambda x: x.abs().add(0.5) ** 1.7,
+    "sin": lambda x: x.sin(), "cos": lambda x: x.cos(),
+}
+
+
+@FEW
+@given(name=st.sampled_from(sorted(UNARY)), shape=shapes(0, 3, 1, 5), layout=layouts,
+       seed=seeds, dtype=dtypes)
+def test_unary(name, shape, layout, seed, dtype):
+    x = make_tensor(shape, layout, seed, dtype)
+    _agree(UNARY[name], x, **_tol(dtype))
+
+
+def test_every_unary_op_code_is_covered():
+    from tinyattn.kernels import elementwise as KE
+    codes = {KE.NEG, KE.ABS, KE.EXP, KE.LOG, KE.SQRT, KE.TANH, KE.SIGMOID, KE.RELU, KE.GELU,
+             KE.GELU_TANH, KE.CLAMP, KE.POW, KE.SIN, KE.COS}
+    assert len(codes) == len(UNARY)
+
+
+@pytest.mark.parametrize("dtype", [ta.float32, ta.float64])
+def test_unary_long_buffers(dtype):
+    # long enough for the fast loops' vector bodies and their scalar tails (n % 16 != 0)
+    x = ta.randn(1037, dtype=dtype, generator=ta.Generator(3)) * 4
+    for name, fn in UNARY.items():
+        _agree(fn, x, **_tol(dtype))
+
+
+BINARY = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / (b.abs() + 0.5), "maximum": ta.maximum, "minimum": ta.minimum,
+    "pow": lambda a, b: (a.abs() + 0.5) ** b,
+}
+
+
+@FEW
+@given(name=st.sampled_from(sorted(BINARY)), pair=broadcastable_pair(max_side=5),
+       la=layouts, lb=layouts, seed=seeds, dtype=dtypes)
+def test_binary_broadcasting_views(name, pair, la, lb, seed, dtype):
+    a = make_tensor(pair[0], la, seed, dtype)
+    b = make_tensor(pair[1], lb, seed + 1, dtype)
+    _agree(BINARY[name], a, b, **_tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", [ta.float32, ta.float64])
+def test_binary_same_shape_and_scalar(dtype):
+    gen = ta.Generator(5)
+    a = ta.randn(3, 341, dtype=dtype, generator=gen)
+    b = ta.randn(3, 341, dtype=dtype, generator=gen)
+    for name, fn in BINARY.items():
+        _agree(fn, a, b, **_tol(dtype))                            # packed
+        _agree(fn, a[:, 1:], b[:, :-1], **_tol(dtype))             # strided rows
+        _agree(lambda x: fn(x, ta.tensor(0.75, dtype=dtype)), a, **_tol(dtype))
+    for fn in (lambda x: x + 2.5, lambda x: 2.5 - x, lambda x: x * 3, lambda x: 3 / (x.abs() + 1),
+               lambda x: x.abs() ** 0.5, lambda x: 1.5 ** x):
+        _agree(fn, a, **_tol(dtype))                               # tensor-scalar
+
+
+@FEW
+@given(shape=shapes(1, 3, 1, 6), layout=layouts, seed=seeds, dtype=dtypes)
+def test_copies_of_views(shape, layout, seed, dtype):
+    x = make_tensor(shape, layout, seed, dtype)
+    _agree(lambda t: t.contiguous() * 1, x, **_tol(dtype))
+    _agree(lambda t: t.clone(), x, **_tol(dtype))
+
+
+def test_comparisons_agree():
+    a = (ta.arange(132, dtype=ta.float32) % 5).reshape(4, 33)      # many ties
+    b = ta.arange(33, dtype=ta.float32) % 3
+    for fn in (ta.eq, ta.ne, ta.lt, ta.le, ta.gt, ta.ge):
+        _agree(fn, a, b)
+
+
+# ---------------------------------------------------------------------------- softmax, norm
+
+
+@FEW
+@given(shape=shapes(1, 3, 1, 7), layout=layouts, seed=seeds, dtype=dtypes, log=st.booleans(),
+       data=st.data())
+def test_softmax(shape, layout, seed, dtype, log, data):
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    x = make_tensor(shape, layout, seed, dtype) * 3
+    fn = F.log_softmax if log else F.softmax
+    _agree(lambda t: fn(t, dim=dim), x, **_tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", [ta.float32, ta.float64])
+def test_softmax_long_rows_and_masked_rows(dtype):
+    x = ta.randn(6, 301, dtype=dtype, generator=ta.Generator(2)) * 5
+    x[1] = float("-inf")                     # a fully masked row
+    x[2, ::3] = float("-inf")
+    for fn in (F.softmax, F.log_softmax):
+        _agree(lambda t: fn(t, dim=-1), x, **_tol(dtype))
+        _agree(lambda t: fn(t, dim=0), x[:, :40], **_tol(dtype))
+
+
+@FEW
+@given(shape=shapes(1, 3, 1, 9), layout=layouts, seed=seeds, dtype=dtypes,
+       affine=st.booleans())
+def test_layer_norm(shape, layout, seed, dtype, affine):
+    x = make_tensor(shape, layout, seed, dtype)
+    D = shape[-1]
+    if affine:
+        w = make_tensor((D,), "contiguous", seed + 1, dtype)
+        b = make_tensor((D,), "strided", seed + 2, dtype)
+        _agree(lambda t, w, b: F.layer_norm(t, (D,), w, b), x, w, b, **_tol(dtype))
+    else:
+        _agree(lambda t: F.layer_norm(t, (D,)), x, **_tol(dtype))
+
+
+# ---------------------------------------------------------------------------- matmul
+
+
+@st.composite
+def matmul_case(draw):
+    m, k, n = (draw(st.integers(1, 40)) for _ in range(3))
+    batch = draw(st.sampled_from([(), (3,), (2, 2)]))
+    return batch + (m, k), batch + (k, n)
+
+
+@FEW
+@given(shapes_=matmul_case(), la=layouts, lb=layouts, seed=seeds, dtype=dtypes)
+def test_matmul_views(shapes_, la, lb, seed, dtype):
+    a = make_tensor(shapes_[0], la, seed, dtype)
+    b = make_tensor(shapes_[1], lb, seed + 1, dtype)
+    k = shapes_[0][-1]
+    tol = dict(rtol=1e-4, atol=1e-5 * k) if dtype == ta.float32 else _tol(dtype)
+    _agree(ta.matmul, a, b, **tol)
+
+
+@pytest.mark.parametrize("dtype", [ta.float32, ta.float64])
+def test_matmul_blocked_sizes_and_linear(dtype):
+    # larger than the fast tier's cache blocks in every dimension, with ragged edges
+    gen = ta.Generator(4)
+    a = ta.randn(133, 270, dtype=dtype, generator=gen)
+    b = ta.randn(270, 77, dtype=dtype, generator=gen)
+    tol = dict(rtol=1e-4, atol=1e-3) if dtype == ta.float32 else _tol(dtype)
+    _agree(ta.matmul, a, b, **tol)
+    _agree(lambda x, y: x.mT @ y, a[:, :60].contiguous(), a[:, 60:80].contiguous(), **tol)
+    w = ta.randn(19, 270, dtype=dtype, generator=gen)
+    bias = ta.randn(19, dtype=dtype, generator=gen)
+    _agree(F.linear, a, w, bias, **tol)
+
+
+# ---------------------------------------------------------------------------- RNN attention
+
+
+@FEW
+@given(B=st.integers(1, 3), S=st.integers(1, 7), A=st.integers(1, 20), seed=seeds,
+       dtype=dtypes)
+def test_additive_score(B, S, A, seed, dtype):
+    pk = make_tensor((B, S, A), "contiguous", seed, dtype)
+    q = make_tensor((B, A), "contiguous", seed + 1, dtype)
+    v = make_tensor((A,), "contiguous", seed + 2, dtype)
+    _agree(additive_score, pk, q, v, **_tol(dtype))
+
+
+@FEW
+@given(B=st.integers(1, 3), S=st.integers(1, 7), C=st.integers(1, 40), layout=layouts,
+       seed=seeds, dtype=dtypes)
+def test_attention_context(B, S, C, layout, seed, dtype):
+    w = F.softmax(make_tensor((B, S), "contiguous", seed, dtype), dim=-1)
+    keys = make_tensor((B, S, C), layout, seed + 1, dtype)
+    _agree(attention_context, w, keys, **_tol(dtype))
+
+
+# ---------------------------------------------------------------------------- the switch
+
+
+def test_every_differing_kernel_was_compared(request):
+    """Every kernel with two versions was called on both tiers by the tests above (which run
+    first: pytest keeps a file's order). Skipped when only some of them were selected."""
+    here = [i for i in request.session.items if i.module is request.module]
+    if len({i.originalname for i in here}) < len([n for n in dir(request.module)
+                                                  if n.startswith("test_")]):
+        pytest.skip("only part of test_tiers.py was selected")
+    missing = sorted(_differing() - _called)
+    assert not missing, f"kernels whose tiers are never compared: {missing}"
+
+
+def test_use_switches_and_restores():
+    from tinyattn.kernels import softmax as KS
+    before = tiers.active()
+    with tiers.use("reference"):
+        assert tiers.active() == "reference"
+        ref = KS.FORWARD
+    with tiers.use("fast"):
+        assert tiers.active() == "fast"
+        assert KS.FORWARD is not ref
+    assert tiers.active() == before
+    assert ta.kernels.use is tiers.use and ta.kernels.active is tiers.active
+
+
+def test_use_rejects_unknown_tier():
+    with pytest.raises(ValueError, match="kernels.use.*'quick'"):
+        tiers.use("quick")
+    assert tiers.active() in tiers.TIERS
+
+
+def _python(code, **env):
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=600)
+
+
+def test_environment_variable_selects_the_tier():
+    code = ("import tinyattn as ta; from tinyattn.kernels import matmul as KM;"
+            "print(ta.kernels.active(), KM.bmm.__name__ if hasattr(KM.bmm, '__name__') "
+            "else KM.bmm.py_func.__name__)")
+    r = _python(code, TINYATTN_KERNELS="reference")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["reference", "bmm_reference"]
+    r = _python(code, TINYATTN_KERNELS="bogus")
+    assert r.returncode != 0
+    assert "TINYATTN_KERNELS" in r.stderr and "'bogus'" in r.stderr
