@@ -5,7 +5,7 @@ file per kernel family) -> tensor.py, autograd.py, creation.py (Tensor, graph, f
 nn/, optim/ -> demos/.
 """
 from . import _malloc  # noqa: F401  (keeps freed tensor memory for reuse; see _malloc.py)
-from . import autograd  # first: tensor.py and functions.py build on it
+from . import autograd  # first: tensor.py and ops/ build on it
 from .tensor import Tensor
 from .dtypes import bool, double, dtype, float, float32, float64, int64, long  # noqa: A004
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
