@@ -105,3 +105,51 @@ def test_workers_survive_an_exception_and_a_resize(two_threads):
     out.clear()
     threads.parallel_for(lambda a, b: out.append((a, b)), 6)
     assert sorted(out) == [(0, 2), (2, 4), (4, 6)]
+
+
+def _blocks_of(n):
+    out = []
+    threads.parallel_for(lambda a, b: out.append((a, b)), n)
+    return sorted(out)
+
+
+def test_jobs_after_the_workers_fell_asleep(two_threads):
+    # Workers spin SPIN_US after a job, then sleep: a job after a longer pause takes the slow
+    # path (an Event) and must still run, as must a long job the caller sleeps through.
+    import time
+    assert _blocks_of(4) == [(0, 2), (2, 4)]
+    for _ in range(3):
+        time.sleep(threads.SPIN_US * 1e-6 * 5 + 0.002)
+        assert _blocks_of(4) == [(0, 2), (2, 4)]
+    slow = []
+    threads.parallel_for(lambda a, b: (time.sleep(0.01 if a else 0), slow.append(a)), 2)
+    assert sorted(slow) == [0, 1]
+    for w in threads._workers:
+        assert threads._flags[w._done_i] == w._seq     # every job reported done
+
+
+def _child(code, **env):
+    import os
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=300)
+
+
+def test_spinning_can_be_turned_off_and_is_validated():
+    code = ("from tinyattn.kernels import threads; threads.set_num_threads(2); out = [];"
+            "[threads.parallel_for(lambda a, b: out.append((a, b)), 4) for _ in range(50)];"
+            "print(threads._SPINNING, len(out))")
+    r = _child(code, TINYATTN_SPIN_US="0")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "100"]
+    r = _child(code, TINYATTN_SPIN_US="fast")
+    assert r.returncode != 0 and "TINYATTN_SPIN_US" in r.stderr and "'fast'" in r.stderr
+
+
+def test_idle_workers_do_not_burn_a_core(two_threads):
+    import time
+    _blocks_of(4)
+    t0 = time.process_time()
+    time.sleep(0.3)                       # the worker spins SPIN_US (0.2 ms) of this, then sleeps
+    assert time.process_time() - t0 < 0.05

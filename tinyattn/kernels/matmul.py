@@ -385,10 +385,11 @@ def _scratch(typecode):
         return buf
 
 
-# Below this many multiply-adds (nb0*nb1*M*N*K) a call runs on one thread. Handing work to the pool
-# and waiting for it costs 10-20 us. Measured (one thread vs two): 128^3 (2.1M) 27 vs 40 us,
-# 160^3 (4.1M) 51 vs 51 us, 192^3 (7.1M) 84 vs 66 us, 256 x (32x16)@(16x32) (4.2M) 61 vs 47 us.
-PARALLEL_MIN_WORK = 1 << 22
+# Below this many multiply-adds (nb0*nb1*M*N*K) a call runs on one thread: handing work to the
+# spinning worker and collecting it costs ~8 us (threads.py). Measured, one thread vs two (fp32,
+# 2-core AMD EPYC): 96^3 (0.9M) 20 vs 18 us, 128^3 (2.1M) 42 vs 32 us, 160^3 (4.1M) 79 vs 51 us,
+# 128 x (32x16)@(16x32) (2.1M) 58 vs 44 us.
+PARALLEL_MIN_WORK = 1 << 20
 
 
 def bmm_fast(a, a_off, a_sb0, a_sb1, a_sm, a_sk,

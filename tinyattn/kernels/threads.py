@@ -1,4 +1,4 @@
-"""A tiny shared thread pool for numba kernels.
+"""A tiny shared thread pool for numba kernels, with a hand-off of a few microseconds.
 
 Why threads at all: numba's ``parallel=True``/``prange`` refuses ``array.array`` arguments, but a kernel
 compiled with ``nogil=True`` releases the GIL while it runs, so two Python threads can each run a
@@ -6,12 +6,29 @@ kernel on their own part of the output at the same time. This module owns a few 
 for the whole library and a helper, :func:`parallel_for`, that splits ``range(n)`` into contiguous
 blocks and runs ``fn(start, stop)`` on them.
 
-What it costs: handing a block to a worker and waiting for it. Each worker waits on a lock of its
-own ("go") and answers on another ("done"): one wake-up each way, ~15 us for the round trip on the
-2-core VM we measured on (a ``ThreadPoolExecutor``, with its queue and futures, took ~26 us). So
-only work that takes well over that (roughly >= 50-100 us on one core) should be split. Callers
-decide by passing ``min_chunk`` (the smallest block worth sending to another thread) and by not
-calling :func:`parallel_for` for small work at all.
+The hand-off. Waking a *sleeping* thread (a lock, an event) costs ~50 us here: the futex wake-up,
+and on a virtual machine the idle vCPU's own wake-up. That is more than most kernels of a training
+step take, so splitting them never paid. PyTorch's OpenMP workers *spin* for a while after each
+job instead, and take the next one at once. So do ours, without holding the GIL and without
+burning a core while idle:
+
+- Each worker has two counters in a shared int64 buffer (`_flags`, one cache line each): `go`
+  (the caller's job number) and `done` (the last job it finished).
+- A worker that finished a job publishes `done` and then spins on `go` inside a ``nogil`` numba
+  loop (`_report_then_spin`: an atomic load and the CPU's `pause` hint per turn) for at most
+  ``SPIN_US`` microseconds (200, ``TINYATTN_SPIN_US``); after that it sleeps on an Event, and the
+  caller wakes it the slow way. An idle library therefore stops spinning 0.2 ms after its last
+  kernel.
+- The caller waits for `done` the same way (`_spin_above`), then sleeps if the block is long.
+- The GIL: a thread that asks for the GIL while the other holds it goes to sleep (the costly
+  wake-up again). A worker that sees `go` therefore spins ``HANDOFF_US`` (2 us) more, time for the
+  caller to reach its own kernel and release the GIL; and it publishes `done` from inside the
+  nogil loop, so the caller that sees it finds the GIL free.
+
+Measured with `python benchmarks/threads.py` (2-core AMD EPYC, KVM): the round trip costs ~6 us
+instead of ~52 us, so a kernel of ~20 us or more already runs faster on two cores.
+
+Interpreted (``NUMBA_DISABLE_JIT=1``) nothing spins: the workers sleep between jobs.
 
 One caller at a time: when the workers are busy (another thread's parallel_for, or a
 parallel_for inside a block), the caller runs all its blocks itself, so nothing waits on itself.
@@ -24,7 +41,18 @@ Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 
 import os
+import platform
 import threading
+import time
+from array import array
+
+import numba
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from .jit import kernel
 
 __all__ = ["num_threads", "set_num_threads", "parallel_for"]
 
@@ -32,10 +60,119 @@ __all__ = ["num_threads", "set_num_threads", "parallel_for"]
 # "one contiguous block per thread" to stay balanced, and this library targets small machines.
 MAX_THREADS = 8
 
+
+def _env_us(name, default):
+    env = os.environ.get(name, "").strip()
+    if not env:
+        return default
+    try:
+        value = float(env)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise ValueError(f"{name} must be a number of microseconds >= 0, got {env!r}")
+    return value
+
+
+SPIN_US = _env_us("TINYATTN_SPIN_US", 200.0)   # how long an idle worker spins before it sleeps
+HANDOFF_US = 2.0                               # see the module docstring: the GIL hand-off
+_SPINNING = not numba.config.DISABLE_JIT and SPIN_US > 0
+
 _lock = threading.Lock()    # guards creating / replacing the workers
 _busy = threading.Lock()    # held by the parallel_for that is using the workers
 _workers = None             # created on first use, see _get_workers
 _num_threads = None         # resolved on first use, see num_threads
+_LINE = 8                   # int64s per 64-byte cache line: each counter on a line of its own
+_flags = array("q", bytes(8 * _LINE * 2 * MAX_THREADS))   # worker i: go at 2i lines, done at 2i+1
+_spins = 0                  # spin turns in SPIN_US and HANDOFF_US, measured on first use
+_handoff = 0
+
+
+# --------------------------------------------------------------------------- spinning, compiled
+
+def _item_pointer(context, builder, sig, args):
+    ary = context.make_array(sig.args[0])(context, builder, args[0])
+    return cgutils.get_item_pointer(context, builder, sig.args[0], ary, [args[1]])
+
+
+@intrinsic
+def _load_acquire(typingctx, buf, i):
+    """buf[i], read as an atomic load: the loop below re-reads memory every turn (a plain load
+    could be hoisted out of it) and sees what the other core wrote before its store."""
+    def codegen(context, builder, sig, args):
+        return builder.load_atomic(_item_pointer(context, builder, sig, args), "acquire", 8)
+    return types.int64(buf, i), codegen
+
+
+@intrinsic
+def _store_release(typingctx, buf, i, value):
+    """buf[i] = value, as an atomic store that follows every write before it."""
+    def codegen(context, builder, sig, args):
+        builder.store_atomic(args[2], _item_pointer(context, builder, sig, args), "release", 8)
+        return context.get_dummy_value()
+    return types.void(buf, i, value), codegen
+
+
+_PAUSE = platform.machine().lower() in ("x86_64", "amd64")
+
+
+@intrinsic
+def _cpu_relax(typingctx):
+    """The CPU's spin-wait hint (x86 `pause`): saves power and frees the core's shared resources
+    while spinning. Other CPUs spin without it."""
+    def codegen(context, builder, sig, args):
+        if _PAUSE:
+            fn = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse2.pause")
+            builder.call(fn, [])
+        return context.get_dummy_value()
+    return types.void(), codegen
+
+
+if _SPINNING:
+    @kernel
+    def _spin_above(flags, i, seen, turns):
+        """Wait (without the GIL) until flags[i] > seen, for at most `turns` turns: True if it did."""
+        for _ in range(turns):
+            if _load_acquire(flags, i) > seen:
+                return True
+            _cpu_relax()
+        return False
+
+    @kernel
+    def _report_then_spin(flags, done_i, done, go_i, seen, turns, handoff):
+        """A worker between jobs: publish flags[done_i] = done, then wait as `_spin_above` for
+        flags[go_i] > seen; once it is, spin `handoff` turns more (the GIL hand-off)."""
+        _store_release(flags, done_i, done)
+        for _ in range(turns):
+            if _load_acquire(flags, go_i) > seen:
+                for _ in range(handoff):
+                    _cpu_relax()
+                return True
+            _cpu_relax()
+        return False
+else:
+    def _spin_above(flags, i, seen, turns):
+        return flags[i] > seen
+
+    def _report_then_spin(flags, done_i, done, go_i, seen, turns, handoff):
+        flags[done_i] = done
+        return flags[go_i] > seen
+
+
+def _calibrate():
+    """Spin turns per SPIN_US and per HANDOFF_US on this CPU (a `pause` takes ~10-150 cycles)."""
+    global _spins, _handoff
+    if not _SPINNING:
+        return
+    probe = len(_flags) - 1             # a counter nobody writes: the loop runs all its turns
+    _spin_above(_flags, probe, 0, 16)   # compile / load from the cache first
+    turns = 20000
+    t0 = time.perf_counter()
+    _spin_above(_flags, probe, 0, turns)
+    per_us = turns / max((time.perf_counter() - t0) * 1e6, 1e-3)
+    _spins = max(1, int(per_us * SPIN_US))
+    _handoff = int(per_us * HANDOFF_US)
 
 
 def _default_num_threads():
@@ -60,42 +197,76 @@ class _Worker:
     """One thread that runs one block at a time: start() hands it a block, wait() collects it."""
 
     def __init__(self, index):
-        self._go = threading.Lock()
-        self._done = threading.Lock()
-        self._go.acquire()      # locked = nothing to do yet
-        self._done.acquire()    # locked = the block is not finished yet
+        self._go_i = 2 * index * _LINE
+        self._done_i = (2 * index + 1) * _LINE
+        _flags[self._go_i] = _flags[self._done_i] = 0
+        self._seq = 0                       # the number of the last job handed over
         self._job = None
         self._error = None
+        self._sleeping = False              # the worker sleeps on _wake
+        self._wake = threading.Event()
+        self._caller_sleeping = False       # the caller sleeps on _finished
+        self._finished = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"tinyattn-{index}", daemon=True)
         self._thread.start()
 
     def _loop(self):
+        seen = 0
         while True:
-            self._go.acquire()
+            if self._caller_sleeping:
+                self._finished.set()
+            if not _report_then_spin(_flags, self._done_i, seen, self._go_i, seen, _spins,
+                                     _handoff):
+                # Spun long enough: sleep. Flags and events are read and written holding the GIL,
+                # so "sleeping = True, then check go" here and "go = n, then check sleeping" in
+                # start() cannot both miss each other.
+                self._wake.clear()
+                self._sleeping = True
+                if _flags[self._go_i] <= seen:
+                    self._wake.wait()
+                self._sleeping = False
+                if _flags[self._go_i] <= seen:
+                    continue
+            seen = _flags[self._go_i]
             job = self._job
             if job is None:     # stop()
+                _flags[self._done_i] = seen
                 return
             fn, start, stop = job
             try:
                 fn(start, stop)
             except BaseException as exc:  # re-raised in the caller by parallel_for
                 self._error = exc
-            self._done.release()
+
+    def _signal(self, job):
+        self._job = job
+        self._error = None
+        self._seq += 1
+        _flags[self._go_i] = self._seq
+        if self._sleeping:
+            self._wake.set()
 
     def start(self, fn, start, stop):
-        self._job = (fn, start, stop)
-        self._error = None
-        self._go.release()
+        self._signal((fn, start, stop))
 
     def wait(self):
         """Block until the block handed over by start() is finished; returns its exception."""
-        self._done.acquire()
+        seq = self._seq
+        while _flags[self._done_i] < seq:
+            if _spin_above(_flags, self._done_i, seq - 1, _spins):
+                break
+            self._finished.clear()
+            self._caller_sleeping = True
+            if _flags[self._done_i] < seq:
+                # The timeout covers the one race left: the worker checked _caller_sleeping just
+                # before it was set, and publishes `done` without setting the event.
+                self._finished.wait(0.001)
+            self._caller_sleeping = False
         self._job = None
         return self._error
 
     def stop(self):
-        self._job = None
-        self._go.release()
+        self._signal(None)
         self._thread.join()
 
 
@@ -106,8 +277,9 @@ def set_num_threads(n):
         old = _workers
         _workers = None
         _num_threads = None if n is None else max(1, int(n))
-    for w in old or ():
-        w.stop()
+        # stopped before new workers can take over their counters in _flags
+        for w in old or ():
+            w.stop()
 
 
 def _get_workers():
@@ -115,6 +287,8 @@ def _get_workers():
     if _workers is None:
         with _lock:
             if _workers is None:
+                if _spins == 0:
+                    _calibrate()
                 # The calling thread always runs one block itself: one worker fewer than threads.
                 _workers = [_Worker(i) for i in range(max(1, num_threads() - 1))]
     return _workers
