@@ -170,3 +170,23 @@ def test_softmax_float32_rows_threaded(log):
     want = _softmax_rows_reference(rows[:5] + rows[-5:], log)
     got = y.tolist()
     assert_close(got[:5] + got[-5:], want, rtol=2e-6, atol=1e-6 if log else 1e-9)
+
+
+def test_float32_gelu_without_math_erf_is_float32_accurate():
+    # The fast tier computes float32 GELU with a vectorisable erfc (kernels/elementwise.py,
+    # normal_cdf); against math.erf in float64, over the whole useful range and the extremes.
+    import tinyattn.nn.functional as F
+    xs = ta.linspace(-12.0, 12.0, 24001)
+    xd = xs.tolist()
+    exact = [0.5 * a * math.erfc(-a / math.sqrt(2.0)) for a in xd]
+    got = F.gelu(xs).tolist()
+    assert max(abs(u - v) for u, v in zip(got, exact)) < 5e-7
+    assert max(abs(u - v) / abs(v) for u, v, a in zip(got, exact, xd) if abs(a) > 1e-3
+               and a > -8) < 2e-5
+    g = xs.clone().requires_grad_()
+    F.gelu(g).sum().backward()
+    dexact = [0.5 * math.erfc(-a / math.sqrt(2.0)) + a * math.exp(-a * a / 2)
+              / math.sqrt(2 * math.pi) for a in xd]
+    assert max(abs(u - v) for u, v in zip(g.grad.tolist(), dexact)) < 5e-7
+    edge = F.gelu(ta.tensor([float("inf"), float("nan"), -30.0, 0.0])).tolist()
+    assert edge[0] == float("inf") and edge[1] != edge[1] and edge[2] == 0.0 and edge[3] == 0.0

@@ -140,7 +140,10 @@ def test_packed_unary_kernels_match_the_formula(tc):
         want = _buf(tc, [value(op, v, p1, p2) for v in x])
         tol = 1e-6 if tc == "f" else 1e-14
         assert all(_near(u, w, tol) for u, w in zip(fast, want)), op
-        assert _same(fast, strided), op
+        if op == KE.GELU and tc == "f":  # the fast tier's float32 erf: float32 precision
+            assert all(_near(u, w, tol) for u, w in zip(fast, strided)), op
+        else:
+            assert _same(fast, strided), op
         KE.UNARY_BACKWARD[tc, op](op, p1, p2, g, x, fast, back, n)
         dwant = _buf(tc, [gi * deriv(op, v, y, p1, p2) for gi, v, y in zip(g, x, fast)])
         assert all(_near(u, w, tol) for u, w in zip(back, dwant)), op

@@ -30,10 +30,11 @@ Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 import math
 
-from numba import literally
+from numba import literally, types
+from numba.extending import overload
 
 from .buffers import as_array
-from .exp import exp
+from .exp import exp, exp_float32, f32
 from .jit import by_typecode, inline, kernel
 from .tiers import register
 
@@ -104,8 +105,8 @@ def _unary_value(op, x, p1, p2):
         return _sigmoid(x)
     if op == RELU:  # max(x, 0); NaN and -0.0 pass through, as in PyTorch
         return 0.0 if x < 0.0 else x
-    if op == GELU:  # x * Phi(x), Phi the standard normal CDF
-        return 0.5 * x * (1.0 + math.erf(x / _SQRT_2))
+    if op == GELU:  # x * Phi(x), Phi the standard normal CDF: (1 + erf(x/sqrt 2)) / 2, written
+        return 0.5 * x * math.erfc(-x / _SQRT_2)  # with erfc, exact also where erf is near -1
     if op == GELU_TANH:  # the tanh approximation of GELU
         return 0.5 * x * (1.0 + math.tanh(_GELU_C * (x + 0.044715 * x * x * x)))
     if op == CLAMP:  # p1 = min, p2 = max (+-inf when absent)
@@ -137,7 +138,7 @@ def _unary_derivative(op, x, y, p1, p2):
     if op == RELU:
         return 1.0 if x > 0.0 else 0.0
     if op == GELU:  # Phi(x) + x * phi(x)
-        return 0.5 * (1.0 + math.erf(x / _SQRT_2)) + x * _INV_SQRT_2PI * math.exp(-0.5 * x * x)
+        return 0.5 * math.erfc(-x / _SQRT_2) + x * _INV_SQRT_2PI * math.exp(-0.5 * x * x)
     if op == GELU_TANH:
         inner = _GELU_C * (x + 0.044715 * x * x * x)
         t = math.tanh(inner)
@@ -356,18 +357,70 @@ def add_row_vector_reference(out, v, rows, n):
 # The reference loops, compiled once per op (literally) and fed contiguous rows as slices.
 
 
+def normal_cdf(x):
+    """Phi(x) = (1 + erf(x / sqrt 2)) / 2, the standard normal CDF that GELU multiplies x by.
+
+    math.erfc is a call into the C library for every element, which no loop around it can
+    vectorise: GELU ran at ~5 ns per element, a quarter of a GPT training step. Compiled for
+    float32 data this is instead `_normal_cdf_float32`, arithmetic LLVM turns into vector code;
+    float64 (and interpreted) keeps the library's erfc."""
+    return 0.5 * math.erfc(-x / _SQRT_2)
+
+
+@inline
+def _normal_cdf_float32(x):
+    # Phi(x) = erfc(-x / sqrt 2) / 2, with erfc(a) for a >= 0 as t * exp(-a^2 + P(t)),
+    # t = 1 / (1 + a / 2) (Numerical Recipes' erfcc: relative error < 1.2e-7 for every a >= 0,
+    # float32's own precision), and Phi(x) = 1 - Phi(-x) for x >= 0. No branch: a select.
+    a = abs(x) * f32(0.70710678)
+    t = f32(1.0) / (f32(1.0) + f32(0.5) * a)
+    p = f32(0.17087277)
+    p = p * t + f32(-0.82215223)
+    p = p * t + f32(1.48851587)
+    p = p * t + f32(-1.13520398)
+    p = p * t + f32(0.27886807)
+    p = p * t + f32(-0.18628806)
+    p = p * t + f32(0.09678418)
+    p = p * t + f32(0.37409196)
+    p = p * t + f32(1.00002368)
+    p = p * t + f32(-1.26551223)
+    c = f32(0.5) * t * exp_float32(p - a * a)      # Phi(-|x|)
+    return f32(1.0) - c if x >= f32(0.0) else c
+
+
+@overload(normal_cdf, inline="always")
+def _normal_cdf_jit(x):
+    if isinstance(x, types.Float) and x.bitwidth == 32:
+        return lambda x: _normal_cdf_float32(x)
+    return lambda x: 0.5 * math.erfc(-x / _SQRT_2)
+
+
+@inline
+def _unary_value_fast(op, x, p1, p2):
+    if op == GELU:
+        return x * normal_cdf(x)
+    return _unary_value(op, x, p1, p2)
+
+
+@inline
+def _unary_derivative_fast(op, x, y, p1, p2):
+    if op == GELU:  # Phi(x) + x * phi(x)
+        return normal_cdf(x) + x * _INV_SQRT_2PI * _exp(-0.5 * x * x)
+    return _unary_derivative(op, x, y, p1, p2)
+
+
 @kernel
 def unary_packed_fast(op, p1, p2, x, out, n):
     literally(op)  # one compiled loop per op: its body is that op's formula, vectorised
     for i in range(n):
-        out[i] = _unary_value(op, x[i], p1, p2)
+        out[i] = _unary_value_fast(op, x[i], p1, p2)
 
 
 @kernel
 def unary_backward_fast(op, p1, p2, g, x, y, out, n):
     literally(op)
     for i in range(n):
-        out[i] = g[i] * _unary_derivative(op, x[i], y[i], p1, p2)
+        out[i] = g[i] * _unary_derivative_fast(op, x[i], y[i], p1, p2)
 
 
 @kernel
