@@ -32,7 +32,7 @@ from ..autograd import Function, no_grad
 from ..creation import tensor
 from ..kernels import index as KI
 from ..tensor import Tensor, _empty, _make
-from ._launch import check_tensor, copy, packed, tensor_from_scalar
+from ._launch import check_tensor, copy, copy_into, packed, tensor_from_scalar
 from .elementwise import ge, le, where
 from .inplace import check_inplace
 from .layout import Slice, expand, permute, reshape, to_dtype, view
@@ -311,6 +311,12 @@ def setitem(x, index, value):
     """x[index] = value (a number or a tensor broadcast to the indexed shape), in place."""
     check_inplace(x, "setitem")
     with no_grad():
+        if _is_basic(index):
+            # Ints, slices, None, ...: the region is a view of x's own buffer; copy into it.
+            target = getitem(x, index)
+            if target._data is x._data:
+                _copy_to_view(target, value, x)
+                return
         # Index a tensor of buffer positions the same way: it says where each target element is.
         if x._packed:
             pos = reshape(int_range(x.numel()), x.shape)
@@ -326,6 +332,25 @@ def setitem(x, index, value):
         else:
             vals = copy(expand(tensor_from_scalar(value, x.dtype), target.shape))
         KI.put(copy(target)._data, vals._data, x._data, target.numel())
+
+
+def _is_basic(index):
+    parts = index if isinstance(index, tuple) else (index,)
+    return all(p is None or p is Ellipsis or isinstance(p, slice)
+               or (isinstance(p, int) and not isinstance(p, bool)) for p in parts)
+
+
+def _copy_to_view(target, value, x):
+    """target[...] = value for a view `target` of x's buffer (value broadcast to its shape)."""
+    if isinstance(value, Tensor):
+        if _shapes.broadcast_shapes("setitem", target.shape, value.shape) != target.shape:
+            raise ValueError(f"setitem: a value of shape {tuple(value.shape)} cannot be "
+                             f"assigned to an indexed region of shape {tuple(target.shape)}")
+        if value._data is x._data or value.dtype is not x.dtype:
+            value = copy(value, x.dtype)  # a private copy: x[1:] = x[:-1] must read old values
+    else:
+        value = tensor_from_scalar(value, x.dtype)
+    copy_into(expand(value, target.shape), x._data, target._offset, target._strides)
 
 
 # ---------------------------------------------------------------------------- embedding
