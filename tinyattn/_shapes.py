@@ -65,8 +65,10 @@ def normalize_dims(op, dim, ndim):
     if dim is None:
         return tuple(range(ndim))
     if isinstance(dim, int):
-        return (normalize_dim(op, dim, ndim),)
+        dim = (dim,)
     dims = tuple(sorted(normalize_dim(op, d, ndim) for d in dim))
+    if ndim == 0:  # a 0-d tensor accepts dim 0 / -1 (as PyTorch) and has nothing to reduce
+        return ()
     if len(set(dims)) != len(dims):
         raise ValueError(f"{op}: dim {tuple(dim)} names a dimension twice")
     return dims

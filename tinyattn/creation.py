@@ -142,6 +142,9 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False):
         start, end = 0, start
     if step == 0:
         raise ValueError("arange: step must be nonzero")
+    if (end - start) * step < 0:   # PyTorch raises here rather than returning an empty tensor
+        raise ValueError(f"arange: upper bound and lower bound inconsistent with step sign "
+                         f"(start={start}, end={end}, step={step})")
     n = builtins.max(0, math.ceil((end - start) / step))
     if dtype is None:
         dtype = _dt.int64 if builtins.all(isinstance(v, int) for v in (start, end, step)) \

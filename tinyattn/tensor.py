@@ -209,9 +209,13 @@ class Tensor:
 
     # ------------------------------------------------------------------ dtype conversion
     def to(self, *args, dtype=None, **kwargs):
-        """to(dtype) converts; to('cpu') / to(device) returns self (tinyattn only has the CPU)."""
+        """to(dtype) converts; to(other_tensor) takes other's dtype; to('cpu') / to(device)
+        returns self (tinyattn only has the CPU)."""
         for a in args:
-            if isinstance(a, (_dt.dtype, str)) and not (isinstance(a, str) and a.startswith("cpu")):
+            if isinstance(a, Tensor):
+                dtype = a.dtype
+            elif isinstance(a, (_dt.dtype, str)) and not (isinstance(a, str)
+                                                          and a.startswith("cpu")):
                 dtype = a
         return self if dtype is None else _lay.to_dtype(self, _dt.get(dtype))
 

@@ -168,8 +168,9 @@ def _binary_value(op, a, b):
         return a if (a >= b or a != a) else b
     if op == MINIMUM:
         return a if (a <= b or a != a) else b
-    if b == 0:  # integer % 0 and // 0 are errors in Python; give 0 like a C kernel would
-        return a * 0
+    if b == 0:  # only floats get here (the op layer rejects integer division by zero): as
+        # PyTorch, x % 0.0 is NaN and x // 0.0 is x / 0.0 (Python raises, numba gives 0)
+        return _div(0.0, 0.0) * a if op == REMAINDER else _div(a, b)
     if op == REMAINDER:  # Python's (and PyTorch's) remainder takes the sign of the divisor
         return a % b
     return a // b  # FLOOR_DIVIDE: rounds toward -inf, as Python and PyTorch

@@ -379,8 +379,12 @@ def _binary(cls, op, a, b):
     if isinstance(b, Tensor) and isinstance(a, (int, float)):
         if op in (KE.ADD, KE.MUL, KE.MAXIMUM, KE.MINIMUM):
             return _binary(cls, op, b, a)
-        if (op == KE.DIV or op == KE.POW2) and not b.dtype.is_floating_point:
+        if op == KE.DIV and not b.dtype.is_floating_point:
             b = to_dtype(b, _float32)
+        elif op == KE.POW2 and not b.dtype.is_floating_point:
+            # 2 ** int_tensor is int64 in PyTorch (2.0 ** int_tensor is float32)
+            b = to_dtype(b, _int64 if isinstance(a, int) and not isinstance(a, bool)
+                         else _float32)
         return _scalar_op(op, b, a, reverse=True)
     raise TypeError(f"{_BINARY_NAMES[op]}: expected Tensors or numbers, got "
                     f"{type(a).__name__} and {type(b).__name__}")
@@ -444,7 +448,8 @@ class _Integerish(Function):
         return ScalarOp.forward(ctx, a, op, b, False)
 
 
-def _no_grad_binary(op, a, b):
+def _integerish_operands(a, b):
+    """a and b promoted as PyTorch promotes them for remainder / floor_divide (bool -> int64)."""
     if not isinstance(a, Tensor):
         a = tensor_from_scalar(a, _dt.scalar_result_type(b.dtype, a))
     if isinstance(b, Tensor) and a.dtype is not b.dtype:
@@ -457,18 +462,58 @@ def _no_grad_binary(op, a, b):
     if a.dtype is _bool:
         a = to_dtype(a, _int64)
         b = to_dtype(b, _int64) if isinstance(b, Tensor) else b
-    with no_grad():
-        return _Integerish.apply(a, b, op)
+    return a, b
+
+
+class IntegerDivisionByZero(ZeroDivisionError, RuntimeError):
+    """Integer remainder / floor_divide by 0. PyTorch raises RuntimeError("ZeroDivisionError");
+    this is both, so either `except` catches it."""
+
+
+def _check_integer_divisor(name, a, b):
+    if a.dtype.is_floating_point:
+        return
+    zero = (b == 0) if not isinstance(b, Tensor) else bool(eq(b, 0).any().item()) \
+        if b.numel() else False
+    if zero:
+        raise IntegerDivisionByZero(f"{name}: integer division by zero")
+
+
+class Remainder(Function):
+    """out = a - floor(a / b) * b;  da = g,  db = -g * floor(a / b) (PyTorch's gradient)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return _Integerish.forward(ctx, a, b, KE.REMAINDER)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.inputs
+        ga = sum_to(g, a.shape) if ctx.needs_input_grad[0] else None
+        gb = None
+        if isinstance(b, Tensor) and ctx.needs_input_grad[1]:
+            gb = sum_to(neg(mul(g, floor_divide(a, b))), b.shape)
+        return ga, gb
 
 
 def remainder(a, b):
-    """a - floor(a / b) * b: the result takes the sign of b, as Python's % (and PyTorch's)."""
-    return _no_grad_binary(KE.REMAINDER, a, b)
+    """a - floor(a / b) * b: the result takes the sign of b, as Python's % (and PyTorch's).
+    Integer division by zero raises (IntegerDivisionByZero, a RuntimeError as in PyTorch)."""
+    a, b = _integerish_operands(a, b)
+    _check_integer_divisor("remainder", a, b)
+    if a.dtype.is_floating_point:
+        return Remainder.apply(a, b)
+    with no_grad():
+        return _Integerish.apply(a, b, KE.REMAINDER)
 
 
 def floor_divide(a, b):
-    """floor(a / b), rounding toward -inf as Python's // (and PyTorch's)."""
-    return _no_grad_binary(KE.FLOOR_DIVIDE, a, b)
+    """floor(a / b), rounding toward -inf as Python's // (and PyTorch's); no gradient (PyTorch
+    has none either). Integer division by zero raises, as in PyTorch."""
+    a, b = _integerish_operands(a, b)
+    _check_integer_divisor("floor_divide", a, b)
+    with no_grad():
+        return _Integerish.apply(a, b, KE.FLOOR_DIVIDE)
 
 
 def minimum(a, b):
@@ -480,8 +525,8 @@ def _compare(op, name, a, b):
     if not isinstance(b, Tensor):
         if not isinstance(b, (int, float, bool)):
             return NotImplemented
-        b = tensor_from_scalar(b, a.dtype if a.dtype is not _bool or isinstance(b, bool)
-                               else _int64)
+        # PyTorch's rule for a number: int tensor == 0.5 compares as floats (not int(0.5))
+        b = tensor_from_scalar(b, _dt.scalar_result_type(a.dtype, b))
     if a.dtype is not b.dtype:
         dt = _dt.promote_types(a.dtype, b.dtype)
         a, b = to_dtype(a, dt), to_dtype(b, dt)
@@ -594,11 +639,13 @@ def masked_fill(x, mask, value):
         raise TypeError("masked_fill: mask must be a bool tensor")
     _shapes.broadcast_shapes("masked_fill", x.shape, mask.shape)
     if isinstance(value, Tensor):
-        if value.numel() != 1:
-            raise ValueError(f"masked_fill: value must be a number or a 1-element tensor, got "
+        if value.ndim != 0:
+            raise ValueError(f"masked_fill: value must be a number or a 0-dim tensor, got "
                              f"shape {tuple(value.shape)}")
-        value = value.item()
-    out = where(mask, tensor_from_scalar(value, x.dtype), x)
+        # a 0-d tensor stays in the graph: its gradient is the sum of g where the mask is True
+        out = where(mask, value if value.dtype is x.dtype else to_dtype(value, x.dtype), x)
+    else:
+        out = where(mask, tensor_from_scalar(value, x.dtype), x)
     if out.shape != x.shape:
         raise ValueError(f"masked_fill: mask of shape {tuple(mask.shape)} does not broadcast to "
                          f"the input's shape {tuple(x.shape)}")

@@ -118,6 +118,8 @@ def gather(x, dim, index):
     """out[i][j][k] = x[i][index[i][j][k]][k] for dim = 1 (as torch.gather): index has x's ndim."""
     check_tensor("gather", x)
     d = _shapes.normalize_dim("gather", dim, x.ndim)
+    if x.ndim == 0 and isinstance(index, Tensor) and index.ndim == 0:  # as 1-element vectors
+        return gather(x.reshape(1), 0, index.reshape(1)).reshape(())
     if not isinstance(index, Tensor) or index.ndim != x.ndim:
         raise ValueError(f"gather: index must be an integer tensor with {x.ndim} dims")
     for i, (n, m) in enumerate(zip(index.shape, x.shape)):

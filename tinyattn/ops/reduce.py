@@ -141,8 +141,11 @@ def mean(x, dim=None, keepdim=False):
 
 
 def var(x, dim=None, unbiased=None, keepdim=False, correction=None):
-    """Variance over dim; `correction` = 1 (default, Bessel) divides by n - 1, 0 by n."""
+    """Variance over dim; `correction` = 1 (default, Bessel) divides by n - 1, 0 by n.
+    var(x, False) is PyTorch's var(input, unbiased) overload: the bool is `unbiased`, not a dim."""
     check_tensor("var", x)
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
     dims = _shapes.normalize_dims("var", dim, x.ndim)
@@ -274,6 +277,8 @@ def _arg(x, dim, keepdim, want_min, name):
         x, dim = x.reshape(-1), 0
         keepdim = False
     d = _shapes.normalize_dim(name, dim, x.ndim)
+    if x.ndim == 0:  # dim 0 of a 0-d tensor: its one element is at index 0
+        return _arg(x.reshape(1), 0, False, want_min, name).reshape(())
     holder = []
     with no_grad():
         MaxAlong.apply(x, d, keepdim, want_min, holder)

@@ -1,0 +1,114 @@
+"""Silent differences from PyTorch found by its op_db samples (issue 10), each pinned by a test that
+failed before its fix. Every case states the value worked out by hand; where PyTorch is installed
+the same expression runs on torch too and must agree (value, dtype, shape, or the error)."""
+import math
+
+import pytest
+
+import tinyattn as ta
+
+X = [[1.0, 2.0, 4.0], [3.0, 5.0, 9.0]]
+MEAN = sum(sum(r) for r in X) / 6
+VAR_BIASED = sum((v - MEAN) ** 2 for r in X for v in r) / 6
+
+# (name, expression over `lib` (tinyattn or torch), expected value, expected dtype name)
+CASES = [
+    ("std(x, False) is the unbiased flag, not dim", "lib.std(lib.tensor(X), False)",
+     math.sqrt(VAR_BIASED), "float32"),
+    ("x.var(False)", "lib.tensor(X).var(False)", VAR_BIASED, "float32"),
+    ("int ** int tensor stays int64", "(-5) ** lib.tensor([1, 3, 2, 0])", [-5, -125, 25, 1],
+     "int64"),
+    ("2 ** int tensor", "2 ** lib.tensor([1, 3, 10])", [2, 8, 1024], "int64"),
+    ("2.0 ** int tensor is float32", "2.0 ** lib.tensor([1, -1])", [2.0, 0.5], "float32"),
+    ("to(other tensor) takes its dtype", "lib.ones(2).to(lib.zeros(1, dtype=lib.float64))",
+     [1.0, 1.0], "float64"),
+    ("int tensor == 0.5 compares as floats", "lib.tensor([1, 2, 3]) == 0.5",
+     [False, False, False], "bool"),
+    ("int tensor < 2.5", "lib.tensor([1, 2, 3]) < 2.5", [True, True, False], "bool"),
+    ("int tensor >= 2.0", "lib.tensor([1, 2, 3]) >= 2.0", [False, True, True], "bool"),
+    ("bool tensor == 0.5", "lib.tensor([True, False]) == 0.5", [False, False], "bool"),
+    ("float % 0.0 is NaN", "lib.tensor([3.0, -2.0]) % 0.0", [math.nan, math.nan], "float32"),
+    ("float // 0.0 is x / 0", "lib.tensor([3.0, -2.0]) // 0.0", [math.inf, -math.inf],
+     "float32"),
+    ("mean over dim 0 of a 0-d tensor", "lib.tensor(3.0).mean(dim=0)", 3.0, "float32"),
+    ("argmax over dim 0 of a 0-d tensor", "lib.tensor(3.0).argmax(dim=0)", 0, "int64"),
+    ("squeeze(0) of a 0-d tensor", "lib.tensor(3.0).squeeze(0)", 3.0, "float32"),
+    ("all over dim 0 of a 0-d tensor", "(lib.tensor(3.0) > 1).all(0)", True, "bool"),
+    ("gather of a 0-d tensor", "lib.gather(lib.tensor(3.0), 0, lib.tensor(0))", 3.0,
+     "float32"),
+]
+
+
+def _same(a, b):
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(u, v) for u, v in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a):
+        return math.isnan(b)
+    return a == b if isinstance(a, bool) or isinstance(b, bool) else abs(a - b) <= 1e-6 * (
+        1 + abs(b)) if math.isfinite(b) else a == b
+
+
+@pytest.mark.parametrize("name, expr, expected, dtype", CASES, ids=[c[0] for c in CASES])
+def test_value_and_dtype(name, expr, expected, dtype):
+    out = eval(expr, {"lib": ta, "X": X})
+    assert _same(out.tolist(), expected), out.tolist()
+    assert out.dtype.name == dtype
+    try:
+        import torch
+    except ImportError:
+        return
+    theirs = eval(expr, {"lib": torch, "X": X})
+    assert _same(out.tolist(), theirs.tolist())
+    assert str(theirs.dtype) == f"torch.{dtype}"
+
+
+ERRORS = [
+    ("floor_divide by an integer 0", "lib.floor_divide(lib.tensor([3]), lib.tensor([0]))",
+     "floor_divide: integer division by zero"),
+    ("remainder by an integer 0", "lib.tensor([3, 4]) % 0", "remainder: integer division by zero"),
+    ("arange with a step of the wrong sign", "lib.arange(0, 5, -1)",
+     "arange: upper bound and lower bound inconsistent with step sign"),
+]
+
+
+@pytest.mark.parametrize("name, expr, message", ERRORS, ids=[e[0] for e in ERRORS])
+def test_errors_where_pytorch_raises(name, expr, message):
+    with pytest.raises(Exception, match=message) as err:
+        eval(expr, {"lib": ta})
+    if "division" in message:  # both: PyTorch raises RuntimeError, Python ZeroDivisionError
+        assert isinstance(err.value, RuntimeError) and isinstance(err.value, ZeroDivisionError)
+    torch = pytest.importorskip("torch")
+    with pytest.raises(Exception):
+        eval(expr, {"lib": torch})
+
+
+def _remainder_grads(lib):
+    a = lib.tensor([5.0, -7.0], requires_grad=True)
+    b = lib.tensor([3.0, 2.0], requires_grad=True)
+    y = a % b
+    (y * lib.tensor([1.0, 2.0])).sum().backward()
+    return y.tolist(), a.grad.tolist(), b.grad.tolist()
+
+
+def test_remainder_has_a_gradient():
+    # d(a % b)/da = 1, d(a % b)/db = -floor(a / b): floor(5/3) = 1, floor(-7/2) = -4
+    assert _remainder_grads(ta) == ([2.0, 1.0], [1.0, 2.0], [-1.0, 8.0])
+    torch = pytest.importorskip("torch")
+    assert _remainder_grads(torch) == _remainder_grads(ta)
+
+
+def _masked_fill_grads(lib):
+    v = lib.tensor(2.0, requires_grad=True)
+    x = lib.zeros(3, requires_grad=True)
+    y = x.masked_fill(lib.tensor([True, False, True]), v)
+    (y * lib.tensor([1.0, 2.0, 3.0])).sum().backward()
+    return y.tolist(), v.grad.item(), x.grad.tolist()
+
+
+def test_masked_fill_with_a_0d_tensor_keeps_its_gradient():
+    # y = [v, x1, v]; dL/dv = 1 + 3, dL/dx = [0, 2, 0]
+    assert _masked_fill_grads(ta) == ([2.0, 0.0, 2.0], 4.0, [0.0, 2.0, 0.0])
+    torch = pytest.importorskip("torch")
+    assert _masked_fill_grads(torch) == _masked_fill_grads(ta)
+    with pytest.raises(ValueError, match="masked_fill: value must be a number or a 0-dim"):
+        ta.zeros(3).masked_fill(ta.tensor([True, False, True]), ta.tensor([1.0]))
