@@ -1,6 +1,10 @@
 """Every benchmark of the performance issue in one run: tinyattn beside PyTorch (and micrograd).
 
-    python benchmarks/run.py [--quick] [--only SECTION,...] [--json PATH] [--no-torch]
+    python benchmarks/run.py [--quick] [--only SECTION,...] [--json PATH] [--no-torch] [--isa avx2]
+
+`--isa avx2` judges an AVX2-only CPU (a typical laptop) on any x86 machine: the script runs itself
+again with numba compiling for Haswell (AVX-512 off) and PyTorch limited to AVX2, and prints the
+widest vector register numba's code uses, so the limit is checked, not assumed.
 
 Sections (all by default): matmul, softmax, overhead, steps, startup, memory.
 
@@ -37,6 +41,44 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
+
+# An AVX2 laptop, judged on any x86 machine: Haswell's instruction set for numba (its name alone
+# keeps the host's AVX-512 features, so they are listed and the AVX-512 ones switched off) and
+# PyTorch's own limits (ATen's kernels, MKL, oneDNN).
+_HASWELL = ("64bit adx aes avx avx2 bmi bmi2 cmov cx16 cx8 f16c fma fsgsbase fxsr lzcnt mmx movbe "
+            "pclmul popcnt rdrnd sahf sse sse2 sse3 sse4.1 sse4.2 ssse3 xsave xsaveopt").split()
+
+
+def _isa_environment(isa):
+    if isa != "avx2":
+        raise SystemExit(f"run.py: --isa must be avx2, got {isa!r}")
+    import llvmlite.binding as llvm
+    host = llvm.get_host_cpu_features()
+    features = [("+" if f in _HASWELL else "-") + f for f in sorted(host)
+                if host[f] or f in _HASWELL]
+    return dict(NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES=",".join(features),
+                ATEN_CPU_CAPABILITY="avx2", MKL_ENABLE_INSTRUCTIONS="AVX2",
+                ONEDNN_MAX_CPU_ISA="AVX2", TINYATTN_BENCH_ISA=isa)
+
+
+def _rerun_with_isa():
+    """`--isa avx2`: run this script again in a child whose environment limits both libraries
+    (numba reads its CPU settings when it starts, so they cannot be changed in this process)."""
+    argv = sys.argv[1:]
+    isa = None
+    for i, a in enumerate(argv):
+        if a == "--isa" and i + 1 < len(argv):
+            isa = argv[i + 1]
+        elif a.startswith("--isa="):
+            isa = a.split("=", 1)[1]
+    if isa is None or os.environ.get("TINYATTN_BENCH_ISA") == isa:
+        return
+    env = dict(os.environ, **_isa_environment(isa))
+    raise SystemExit(subprocess.call([sys.executable, os.path.abspath(__file__)] + argv, env=env))
+
+
+if __name__ == "__main__":
+    _rerun_with_isa()
 
 import tinyattn as ta  # noqa: E402
 from tinyattn import nn  # noqa: E402
@@ -567,7 +609,44 @@ def machine_info():
     except OSError:
         pass
     return dict(cpu=cpu, cpu_count=os.cpu_count(), python=platform.python_version(),
-                platform=platform.platform())
+                platform=platform.platform(), isa=vector_isa())
+
+
+def vector_isa():
+    """The widest vector instruction set numba compiles for here (after --isa limits it)."""
+    import numba
+    import llvmlite.binding as llvm
+    if numba.config.CPU_FEATURES:
+        on = {f[1:] for f in numba.config.CPU_FEATURES.split(",") if f.startswith("+")}
+    else:
+        on = {f for f, v in llvm.get_host_cpu_features().items() if v}
+    if "avx512f" in on:
+        return "AVX-512"
+    if "avx2" in on:
+        return "AVX2" + (" + FMA" if "fma" in on else "")
+    if platform.machine().lower() in ("arm64", "aarch64"):
+        return "NEON"
+    return "SSE"
+
+
+def _widest_register():
+    """Compile a small fresh loop with this process's numba settings and report the widest vector
+    register in its machine code: the check that --isa avx2 really leaves AVX-512 out."""
+    from array import array
+
+    from numba import njit
+
+    @njit(fastmath=True)
+    def dot(a, b, n):
+        s = 0.0
+        for i in range(n):
+            s += a[i] * b[i]
+        return s
+
+    buf = array("d", [1.0] * 64)
+    dot(buf, buf, 64)
+    asm = next(iter(dot.inspect_asm().values()))
+    return "zmm" if "zmm" in asm else "ymm" if "ymm" in asm else "xmm"
 
 
 def main(argv=None):
@@ -578,6 +657,9 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=None, help="alternating rounds per row")
     ap.add_argument("--json", default=os.path.join(HERE, "results-latest.json"))
     ap.add_argument("--no-torch", action="store_true", help="leave PyTorch out even if installed")
+    ap.add_argument("--isa", choices=["avx2"], default=None,
+                    help="judge an AVX2-only CPU on this one: compile tinyattn's kernels for "
+                         "Haswell (no AVX-512) and limit PyTorch to AVX2 the same way")
     args = ap.parse_args(argv)
     sections = [s.strip() for s in args.only.split(",") if s.strip()]
     for s in sections:
@@ -603,6 +685,12 @@ def main(argv=None):
     print(f"tinyattn {ta.__version__} ({threads.num_threads()} threads) vs {theirs} on "
           f"{meta['cpu']}, {meta['cpu_count']} cores; load average "
           f"{meta['loadavg_start'][0]:.2f}")
+    isa = os.environ.get("TINYATTN_BENCH_ISA")
+    meta["numba_registers"] = _widest_register()
+    meta["torch_capability"] = torch.backends.cpu.get_cpu_capability() if torch else None
+    print(f"vector ISA: {meta['isa']}" + (f" (limited by --isa {isa})" if isa else "")
+          + f"; numba's code uses {meta['numba_registers']} registers"
+          + (f"; PyTorch's kernels: {meta['torch_capability']}" if torch else ""))
     print(HEADER)
     print("-" * len(HEADER))
     res = Results()
