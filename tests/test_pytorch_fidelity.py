@@ -112,3 +112,35 @@ def test_masked_fill_with_a_0d_tensor_keeps_its_gradient():
     assert _masked_fill_grads(torch) == _masked_fill_grads(ta)
     with pytest.raises(ValueError, match="masked_fill: value must be a number or a 0-dim"):
         ta.zeros(3).masked_fill(ta.tensor([True, False, True]), ta.tensor([1.0]))
+
+
+def _filled_buffer_grads(lib):
+    # The seq2seq pattern: encoder states written into a buffer in a loop, then used.
+    h = [lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True) for _ in range(3)]  # (B, H)
+    out = lib.zeros(2, 3, 2)                                                          # (B, T, H)
+    for t in range(3):
+        out[:, t] = h[t] * (t + 1)
+    b = lib.tensor([5.0], requires_grad=True)
+    out[0, 0, :] = b                        # broadcast into the region, and overwrite h[0][0]
+    loss = (out * lib.tensor([[[0.5, -1.0]]])).sum()
+    loss.backward()
+    return [x.grad.tolist() for x in h], b.grad.tolist()
+
+
+def test_setitem_of_a_value_that_requires_grad_puts_the_buffer_in_the_graph():
+    # d loss / d h[t] = (t + 1) * [0.5, -1] per row, except where b overwrote h[0]'s row 0;
+    # d loss / d b = 0.5 - 1 (b was broadcast to both elements of that row)
+    expected = ([[[0.0, 0.0], [0.5, -1.0]], [[1.0, -2.0], [1.0, -2.0]],
+                 [[1.5, -3.0], [1.5, -3.0]]], [-0.5])
+    assert _filled_buffer_grads(ta) == expected
+    torch = pytest.importorskip("torch")
+    assert _filled_buffer_grads(torch) == expected
+
+
+def test_setitem_still_refuses_a_leaf_that_requires_grad():
+    w = ta.zeros(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="setitem: a leaf tensor that requires grad"):
+        w[0] = ta.tensor(1.0, requires_grad=True)
+    x = ta.zeros(3)
+    x[0] = ta.tensor(1.0)                      # nothing requires grad: no graph
+    assert not x.requires_grad and x.grad_fn is None

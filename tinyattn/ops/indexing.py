@@ -28,7 +28,7 @@ from array import array
 
 from .. import _shapes
 from .. import dtypes as _dt
-from ..autograd import Function, no_grad
+from ..autograd import Function, is_grad_enabled, no_grad
 from ..creation import tensor
 from ..kernels import index as KI
 from ..tensor import Tensor, _empty, _make
@@ -36,6 +36,7 @@ from ._launch import check_tensor, copy, copy_into, packed, tensor_from_scalar
 from .elementwise import ge, le, where
 from .inplace import check_inplace
 from .layout import Slice, expand, permute, reshape, to_dtype, view
+from .reduce import sum_to
 
 _int64 = _dt.int64
 
@@ -309,9 +310,55 @@ def _nonzero(mask):
     return [_make(array("q", c), (count,), _dt.int64) for c in reversed(coords)]
 
 
+class CopySlices(Function):
+    """x[index] = value, recorded: x's new grad_fn. Its inputs are x as it was (a stand-in
+    tensor with x's old grad_fn) and value:  dx_old = g with the region set to 0 (those
+    elements were overwritten),  dvalue = g[index] summed over value's broadcast dims.
+    (PyTorch's CopySlices.) Only the region's positions are needed, never the values."""
+
+    @staticmethod
+    def backward(ctx, g):
+        old, value = ctx.inputs
+        gx = gv = None
+        if ctx.needs_input_grad[0]:
+            gx = g.clone()
+            setitem(gx, ctx.index, 0)
+        if ctx.needs_input_grad[1]:
+            gv = sum_to(getitem(g, ctx.index), value.shape)
+            if gv.dtype is not value.dtype:
+                gv = to_dtype(gv, value.dtype)
+        return gx, gv
+
+
+def _record_copy_slices(x, index, value):
+    """After x[index] = value was written: make x's grad_fn a CopySlices node."""
+    old = _make(x._data, x.shape, x.dtype, x._strides, x._offset, x._packed)
+    old.grad_fn, old._requires_grad = x.grad_fn, x._requires_grad
+    node = CopySlices.__new__(CopySlices)
+    node.inputs = (old, value)
+    node.needs_input_grad = (x._requires_grad, True)
+    node.index = index
+    x.grad_fn, x._requires_grad = node, True
+
+
 def setitem(x, index, value):
-    """x[index] = value (a number or a tensor broadcast to the indexed shape), in place."""
-    check_inplace(x, "setitem")
+    """x[index] = value (a number or a tensor broadcast to the indexed shape), in place.
+
+    Autograd, as in PyTorch: when value requires grad, x joins the graph (its grad_fn becomes a
+    CopySlices node), so filling a buffer in a loop (`out[:, t] = h_t`) passes each h_t its
+    gradient; x may be written again the same way. Unlike PyTorch there are no version counters:
+    writing into a tensor after another op saved it for backward is not detected, so do not."""
+    recorded = (is_grad_enabled() and isinstance(value, Tensor) and value._requires_grad)
+    if recorded and x._requires_grad and isinstance(x.grad_fn, CopySlices):
+        pass  # x entered the graph through setitem: writing again is recorded the same way
+    else:
+        check_inplace(x, "setitem")
+    _write(x, index, value)
+    if recorded:
+        _record_copy_slices(x, index, value)
+
+
+def _write(x, index, value):
     with no_grad():
         if _is_basic(index):
             # Ints, slices, None, ...: the region is a view of x's own buffer; copy into it.
