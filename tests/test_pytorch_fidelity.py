@@ -144,3 +144,26 @@ def test_setitem_still_refuses_a_leaf_that_requires_grad():
     x = ta.zeros(3)
     x[0] = ta.tensor(1.0)                      # nothing requires grad: no graph
     assert not x.requires_grad and x.grad_fn is None
+
+
+def _order_after_reassigning(nn):
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = nn.Linear(2, 3)
+            self.decoder = nn.Linear(3, 2)
+            self.head = nn.Linear(2, 2)
+    net = Net()
+    net.encoder = nn.Linear(2, 3)                 # replace a submodule
+    net.decoder.weight = nn.Parameter(net.decoder.weight.detach())   # replace a parameter
+    return list(net.state_dict().keys()), [n for n, _ in net.named_parameters()]
+
+
+def test_reassigning_a_parameter_or_submodule_keeps_its_place():
+    from tinyattn import nn
+    keys, names = _order_after_reassigning(nn)
+    order = ["encoder.weight", "encoder.bias", "decoder.weight", "decoder.bias", "head.weight",
+             "head.bias"]
+    assert keys == order and names == order
+    torch = pytest.importorskip("torch")
+    assert _order_after_reassigning(torch.nn) == (order, order)

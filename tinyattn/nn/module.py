@@ -82,18 +82,25 @@ class Module:
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"cannot assign {name!r} before Module.__init__() is called "
                                  f"(call super().__init__() first)")
-        for store in (self._parameters, self._buffers, self._modules):
-            store.pop(name, None)
         if isinstance(value, Parameter):
-            self._parameters[name] = value
+            target = self._parameters
         elif isinstance(value, Module):
-            self._modules[name] = value
+            target = self._modules
         elif name in self.__dict__.get("_buffer_names", ()) and (value is None or isinstance(
                 value, Tensor)):
-            self._buffers[name] = value
+            target = self._buffers
         else:
+            target = None
+        # Re-assigning a name in its own store keeps its place (a dict keeps a key's position),
+        # so weight tying or `model.decoder = ...` leaves parameters() and state_dict() in
+        # PyTorch's order; only the other stores lose the name.
+        for store in (self._parameters, self._buffers, self._modules):
+            if store is not target:
+                store.pop(name, None)
+        if target is None:
             object.__setattr__(self, name, value)
             return
+        target[name] = value
         self.__dict__.pop(name, None)
 
     def __getattr__(self, name):

@@ -4,7 +4,9 @@ The result is computed out of place (no graph) and written into x's own elements
 strides (a view's writes land in its base tensor). Autograd: an in-place change of a tensor that is
 part of a graph raises, because a value saved for backward could change under it (PyTorch tracks
 versions instead); `x += y` on such a tensor falls back to `x = x + y`. A leaf that requires grad
-may only be changed under `no_grad()` (parameter updates, initialisation).
+may only be changed under `no_grad()` (parameter updates, initialisation). One exception, as in
+PyTorch: `x[index] = v` with v requiring grad records the write in the graph (CopySlices,
+ops/indexing.py), so buffers filled in a loop pass gradients back.
 
 Chapter 1 of the tour (docs/01-autograd.md) explains why.
 """
