@@ -36,6 +36,10 @@ CASES = [
     ("all over dim 0 of a 0-d tensor", "(lib.tensor(3.0) > 1).all(0)", True, "bool"),
     ("gather of a 0-d tensor", "lib.gather(lib.tensor(3.0), 0, lib.tensor(0))", 3.0,
      "float32"),
+    ("flip of an empty tensor", "lib.zeros(0, 3).flip(0)", [], "float32"),
+    ("logsumexp over an empty dim is -inf", "lib.logsumexp(lib.zeros(0, 3), 0)",
+     [-math.inf] * 3, "float32"),
+    ("logsumexp keeping an empty dim", "lib.logsumexp(lib.zeros(0, 3), 1)", [], "float32"),
 ]
 
 

@@ -140,7 +140,10 @@ def gather(x, dim, index):
 
 
 def flip(x, dims):
+    """x with the order of the elements along each of `dims` reversed (a copy, as PyTorch)."""
     dims = _shapes.normalize_dims("flip", dims, x.ndim)
+    if x.numel() == 0:  # nothing to reorder (index_select would reshape a size-0 dim)
+        return x.clone()
     for d in dims:
         n = x.shape[d]
         x = index_select(x, d, int_range(n - 1, -1, -1))

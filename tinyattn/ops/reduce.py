@@ -296,6 +296,9 @@ def argmin(x, dim=None, keepdim=False):
 def logsumexp(x, dim, keepdim=False):
     """log(sum(exp(x))) over dim, computed as m + log(sum(exp(x - m))) to avoid overflow."""
     dims = _shapes.normalize_dims("logsumexp", dim, x.ndim)
+    if builtins.any(x.shape[d] == 0 for d in dims):  # log(sum of nothing) = log(0) = -inf
+        out = sum(x, dims, keepdim) + -math.inf
+        return out
     m = amax(x, dims, keepdim=True).detach()
     m = m.masked_fill(~m.isfinite(), 0.0)  # an all -inf row: log(sum(exp(-inf))) = -inf, not NaN
     out = sum((x - m).exp(), dims, keepdim=True).log() + m
