@@ -37,6 +37,7 @@ CASES = [
     ("gather of a 0-d tensor", "lib.gather(lib.tensor(3.0), 0, lib.tensor(0))", 3.0,
      "float32"),
     ("flip of an empty tensor", "lib.zeros(0, 3).flip(0)", [], "float32"),
+    ("a bool tensor squares to int64", "lib.tensor([True, False]).square()", [1, 0], "int64"),
     ("logsumexp over an empty dim is -inf", "lib.logsumexp(lib.zeros(0, 3), 0)",
      [-math.inf] * 3, "float32"),
     ("logsumexp keeping an empty dim", "lib.logsumexp(lib.zeros(0, 3), 1)", [], "float32"),

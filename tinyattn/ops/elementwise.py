@@ -129,6 +129,9 @@ def cos(x):
 
 
 def square(x):
+    """x * x; a bool tensor squares to int64, as in PyTorch (x * x alone would stay bool)."""
+    if isinstance(x, Tensor) and x.dtype is _bool:
+        x = to_dtype(x, _int64)
     return mul(x, x)
 
 
