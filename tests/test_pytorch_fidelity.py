@@ -172,3 +172,25 @@ def test_reassigning_a_parameter_or_submodule_keeps_its_place():
     assert keys == order and names == order
     torch = pytest.importorskip("torch")
     assert _order_after_reassigning(torch.nn) == (order, order)
+
+
+@pytest.mark.parametrize("expr, expected, dtype", [
+    ("x.new_zeros(2, 3)", [[0, 0, 0], [0, 0, 0]], "int64"),
+    ("x.new_ones((2,), dtype=lib.float32)", [1.0, 1.0], "float32"),
+    ("x.new_full((2,), 7)", [7, 7], "int64"),
+    ("x.new_tensor([1.9, 2.0])", [1, 2], "int64"),
+    ("x.new_empty(0, 2)", [], "int64"),
+    ("lib.ones(2).type_as(x)", [1, 1], "int64"),
+])
+def test_new_tensors_take_this_tensors_dtype(expr, expected, dtype):
+    # new_* are what real programs use to make a buffer "like" a tensor (nanoGPT, seq2seq code)
+    out = eval(expr, {"lib": ta, "x": ta.tensor([5, 6])})
+    assert out.tolist() == expected and out.dtype.name == dtype
+    torch = pytest.importorskip("torch")
+    theirs = eval(expr, {"lib": torch, "x": torch.tensor([5, 6])})
+    assert theirs.tolist() == expected and str(theirs.dtype) == f"torch.{dtype}"
+
+
+def test_new_tensors_on_another_device_fail_loudly():
+    with pytest.raises(NotImplementedError, match="new_zeros: device 'cuda'"):
+        ta.ones(2).new_zeros(3, device="cuda")

@@ -237,6 +237,33 @@ class Tensor:
     def bool(self):
         return _lay.to_dtype(self, _dt.bool)
 
+    # ---------------------------------------------------------------- new tensors like this one
+    # PyTorch's x.new_zeros(...) etc.: this tensor's dtype unless dtype= says otherwise. tinyattn
+    # has only the CPU, so device may be None or "cpu".
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        _cpu_only("new_zeros", device)
+        return _cr.zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        _cpu_only("new_ones", device)
+        return _cr.ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        _cpu_only("new_empty", device)
+        return _cr.empty(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+        _cpu_only("new_full", device)
+        return _cr.full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        _cpu_only("new_tensor", device)
+        return _cr.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def type_as(self, other):
+        return self.to(other.dtype)
+
     def clone(self):
         return _lay.clone(self)
 
@@ -399,6 +426,11 @@ class Tensor:
     __hash__ = object.__hash__  # defining __eq__ would otherwise make tensors unhashable
 
 
+def _cpu_only(op, device):
+    if device is not None and str(device).split(":")[0] != "cpu":
+        raise NotImplementedError(f"{op}: device {device!r}: tinyattn runs on the CPU only")
+
+
 def _make(data, shape, dtype, strides=None, offset=0, packed=None):
     """Wrap a buffer as a tensor without copying (the one internal constructor)."""
     t = Tensor.__new__(Tensor)
@@ -450,6 +482,7 @@ _ZERO_BUFFERS = _dt._ZERO  # dtype -> a 1-element zero buffer; `buf * n` makes n
 
 # tensor.py and ops/ need each other: ops make Tensors, and Tensor's methods call ops. The ops
 # modules are imported here, after Tensor, _make and _empty exist, because they import those names.
+from . import creation as _cr  # noqa: E402
 from .ops import elementwise as _ew  # noqa: E402
 from .ops import indexing as _idx  # noqa: E402
 from .ops import inplace as _inp  # noqa: E402
