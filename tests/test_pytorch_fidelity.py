@@ -194,3 +194,36 @@ def test_new_tensors_take_this_tensors_dtype(expr, expected, dtype):
 def test_new_tensors_on_another_device_fail_loudly():
     with pytest.raises(NotImplementedError, match="new_zeros: device 'cuda'"):
         ta.ones(2).new_zeros(3, device="cuda")
+
+
+@pytest.mark.parametrize("amounts", [(1, 2), (0, 0, 1, 0), (-1, 1), (2, -2, 1, 1)])
+def test_pad_values_and_gradient(amounts):
+    import tinyattn.nn.functional as F
+    from tinyattn.testing import gradcheck
+    x = ta.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    y = F.pad(x, amounts, value=-1.0)
+    if amounts == (1, 2):   # by hand: -1 | row | -1 -1
+        assert y.tolist() == [[-1.0, 1.0, 2.0, 3.0, -1.0, -1.0], [-1.0, 4.0, 5.0, 6.0, -1.0, -1.0]]
+    assert gradcheck(lambda t: F.pad(t, amounts), (x.detach().double().requires_grad_(),))
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(x.tolist(), requires_grad=True)
+    z = torch.nn.functional.pad(t, amounts, value=-1.0)
+    assert y.tolist() == z.tolist()
+    w = [[float(i * 7 + j) for j in range(z.shape[1])] for i in range(z.shape[0])]
+    (y * ta.tensor(w)).sum().backward()
+    (z * torch.tensor(w)).sum().backward()
+    assert x.grad.tolist() == t.grad.tolist()
+
+
+def test_pad_and_one_hot_errors_and_one_hot_values():
+    import tinyattn.nn.functional as F
+    with pytest.raises(ValueError, match="pad: pad must be a tuple of an even number of ints"):
+        F.pad(ta.ones(2, 3), (1,))
+    with pytest.raises(NotImplementedError, match="pad: mode 'reflect'"):
+        F.pad(ta.ones(2, 3), (1, 1), mode="reflect")
+    assert F.one_hot(ta.tensor([0, 2, 1])).tolist() == [[1, 0, 0], [0, 0, 1], [0, 1, 0]]
+    assert F.one_hot(ta.tensor([[3]]), 5).tolist() == [[[0, 0, 0, 1, 0]]]
+    with pytest.raises(ValueError, match="one_hot: class value 5 is out of range"):
+        F.one_hot(ta.tensor([5]), 3)
+    with pytest.raises(ValueError, match="one_hot: class values must be non-negative"):
+        F.one_hot(ta.tensor([-1]))

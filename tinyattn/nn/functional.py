@@ -4,13 +4,13 @@ Layers in tinyattn.nn hold parameters and call these functions; the functions ho
 is defined in the ops/ file of its family (next to its kernels) and gathered here:
 
     linear                     ops/matmul.py        layer_norm            ops/norm.py
-    dropout                    ops/random.py        embedding             ops/indexing.py
+    dropout                    ops/random.py        embedding, pad, one_hot  ops/indexing.py
     cross_entropy, nll_loss, binary_cross_entropy_with_logits, mse_loss           ops/loss.py
     relu, gelu, tanh, sigmoid  ops/elementwise.py   softmax, log_softmax  ops/softmax.py
     scaled_dot_product_attention, causal_mask, padding_mask    ops/attention.py (composed)
 """
 from ..ops.elementwise import gelu, relu, sigmoid, tanh  # noqa: F401
-from ..ops.indexing import embedding  # noqa: F401
+from ..ops.indexing import embedding, one_hot, pad  # noqa: F401
 from ..ops.loss import (binary_cross_entropy_with_logits, cross_entropy, mse_loss,  # noqa: F401
                         nll_loss)
 from ..ops.matmul import linear  # noqa: F401

@@ -29,11 +29,11 @@ from array import array
 from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import Function, is_grad_enabled, no_grad
-from ..creation import tensor
+from ..creation import full, tensor
 from ..kernels import index as KI
 from ..tensor import Tensor, _empty, _make
 from ._launch import check_tensor, copy, copy_into, packed, tensor_from_scalar
-from .elementwise import ge, le, where
+from .elementwise import eq, ge, le, where
 from .inplace import check_inplace
 from .layout import Slice, expand, permute, reshape, to_dtype, view
 from .reduce import sum_to
@@ -450,3 +450,63 @@ def embedding(input, weight, padding_idx=None):  # noqa: A002
     # Unlike x[idx], a negative token id is an error here (as in PyTorch), not "count from the end".
     rows = checked_index("embedding", input, num, 0, allow_negative=False)
     return Embedding.apply(weight, rows, tuple(input.shape) + (weight.shape[1],), padding_idx)
+
+
+# ---------------------------------------------------------------------------- pad, one_hot
+
+
+def pad(input, pad, mode="constant", value=None):  # noqa: A002 - PyTorch's argument names
+    """F.pad: `pad` = (left, right) for the last dim, then (top, bottom) for the one before, ...;
+    a negative amount crops. The result is a new tensor filled with `value` (default 0) with
+    input written into its region, so the gradient flows back through setitem (CopySlices).
+    Only mode='constant' (PyTorch's default)."""
+    check_tensor("pad", input)
+    if (not isinstance(pad, (tuple, list)) or len(pad) % 2 or len(pad) // 2 > input.ndim
+            or not all(isinstance(p, int) and not isinstance(p, bool) for p in pad)):
+        raise ValueError(f"pad: pad must be a tuple of an even number of ints, at most "
+                         f"{2 * input.ndim} for a {input.ndim}-d input, got {pad!r}")
+    if mode != "constant":
+        raise NotImplementedError(f"pad: mode {mode!r} is not implemented; tinyattn has "
+                                  f"mode='constant' only")
+    shape = list(input.shape)
+    src = [slice(None)] * input.ndim
+    dst = [slice(None)] * input.ndim
+    for i in range(len(pad) // 2):
+        d = input.ndim - 1 - i
+        lo, hi, n = pad[2 * i], pad[2 * i + 1], shape[d]
+        if n + lo + hi < 0:
+            raise ValueError(f"pad: padding {(lo, hi)} makes dim {d} of size {n} negative")
+        s0, s1 = max(0, -lo), max(max(0, -lo), n - max(0, -hi))
+        src[d], dst[d] = slice(s0, s1), slice(max(0, lo), max(0, lo) + s1 - s0)
+        shape[d] = n + lo + hi
+    from_ = getitem(input, tuple(src))
+    out = full(tuple(shape), 0 if value is None else value, dtype=input.dtype)
+    if from_.numel():
+        setitem(out, tuple(dst), from_)
+    return out
+
+
+def one_hot(tensor, num_classes=-1):  # noqa: A002
+    """(*) int64 class indices -> (*, num_classes) int64 of 0 / 1; num_classes=-1 takes max + 1."""
+    if not isinstance(tensor, Tensor) or tensor.dtype is not _int64:
+        raise TypeError("one_hot: expects an int64 tensor of class indices")
+    values = tensor.tolist() if tensor.ndim else [tensor.item()]
+    flat = [v for v in _flat(values)]
+    if flat and min(flat) < 0:
+        raise ValueError(f"one_hot: class values must be non-negative, got {min(flat)}")
+    if num_classes == -1:
+        num_classes = max(flat) + 1 if flat else 0
+    if flat and max(flat) >= num_classes:
+        raise ValueError(f"one_hot: class value {max(flat)} is out of range for num_classes="
+                         f"{num_classes}")
+    classes = int_range(num_classes)
+    with no_grad():
+        return to_dtype(eq(tensor.unsqueeze(-1), classes), _int64)
+
+
+def _flat(v):
+    if isinstance(v, list):
+        for x in v:
+            yield from _flat(x)
+    else:
+        yield v
