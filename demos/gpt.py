@@ -35,7 +35,7 @@ Chapter 9 of the tour (docs/09-gpt.md) walks through the causal mask and the KV 
 """
 import math
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import common
 
