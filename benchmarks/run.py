@@ -84,7 +84,7 @@ import tinyattn as ta  # noqa: E402
 from tinyattn import nn  # noqa: E402
 from tinyattn.kernels import threads  # noqa: E402
 
-SECTIONS = ("matmul", "softmax", "overhead", "steps", "startup", "memory")
+SECTIONS = ("matmul", "softmax", "conv", "overhead", "steps", "startup", "memory")
 
 
 # ============================================================================ timing
@@ -257,6 +257,38 @@ def bench_softmax(res, timer, torch):
             nbytes = 5 * rows * cols * 4
             res.add("softmax", f"{fn} fwd+bwd {rows}x{cols}", "GB/s", nbytes / t_ours / 1e9,
                     nbytes / t_theirs / 1e9 if t_theirs else None, "higher", (">=", 1.2))
+
+
+# ============================================================================ convolution
+
+
+def bench_conv(res, timer, torch):
+    """conv2d 3x3 (padding 1, bias) forward + backward at the sizes of the Show, Attend and Tell
+    demo's encoder (batch 32), as GFLOP/s: 3 products of 2*N*O*C*9*H*W each (forward, dx, dW)."""
+    rng = random.Random(2)
+    for N, C, O, H in ((32, 3, 16, 32), (32, 16, 32, 16), (32, 32, 64, 8)):
+        x = ta.tensor(_rand_list(rng, (N, C, H, H)), requires_grad=True)
+        w = ta.tensor(_rand_list(rng, (O, C, 3, 3)), requires_grad=True)
+        b = ta.tensor(_rand_list(rng, (O,)), requires_grad=True)
+        g = ta.tensor(_rand_list(rng, (N, O, H, H)))
+
+        def ours(x=x, w=w, b=b, g=g):
+            ta.nn.functional.conv2d(x, w, b, padding=1).backward(g)
+            x.grad = w.grad = b.grad = None
+
+        theirs = None
+        if torch is not None:
+            tx, tw, tb = (torch.tensor(t.tolist(), requires_grad=True) for t in (x, w, b))
+            tg = torch.tensor(g.tolist())
+
+            def theirs(x=tx, w=tw, b=tb, g=tg):
+                torch.nn.functional.conv2d(x, w, b, padding=1).backward(g)
+                x.grad = w.grad = b.grad = None
+
+        t_ours, t_theirs = timer.run([ours, theirs], pause_after=(1,))
+        flops = 3 * 2 * N * O * C * 9 * H * H
+        res.add("conv", f"conv2d 3x3 fwd+bwd {N}x{C}x{H}x{H}->{O}", "GFLOP/s", flops / t_ours / 1e9,
+                flops / t_theirs / 1e9 if t_theirs else None, "higher", (">=", 0.7))
 
 
 # ============================================================================ per-op overhead
@@ -699,6 +731,8 @@ def main(argv=None):
         bench_matmul(res, timer, torch, args.quick)
     if "softmax" in sections:
         bench_softmax(res, timer, torch)
+    if "conv" in sections:
+        bench_conv(res, timer, torch)
     if "overhead" in sections:
         bench_overhead(res, timer, torch)
     if "steps" in sections:

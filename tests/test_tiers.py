@@ -279,6 +279,30 @@ def test_attention_context(B, S, C, layout, seed, dtype):
 # ---------------------------------------------------------------------------- the switch
 
 
+@st.composite
+def conv_case(draw):
+    """A convolution geometry: kernel, stride, padding, dilation and an image it fits."""
+    k = (draw(st.integers(1, 4)), draw(st.integers(1, 4)))
+    s = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    p = (draw(st.integers(0, 2)), draw(st.integers(0, 2)))
+    d = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    H = draw(st.integers(max(1, d[0] * (k[0] - 1) + 1 - 2 * p[0]), 10))
+    W = draw(st.integers(max(1, d[1] * (k[1] - 1) + 1 - 2 * p[1]), 10))
+    return k, s, p, d, H, W
+
+
+@FEW
+@given(case=conv_case(), N=st.integers(1, 2), C=st.integers(1, 3), seed=seeds, dtype=dtypes)
+def test_conv_unfold_fold(case, N, C, seed, dtype):
+    # conv2d is unfold + matmul; its backward runs fold. fold's forward and backward swap the two.
+    k, s, p, d, H, W = case
+    x = make_tensor((N, C, H, W), "contiguous", seed, dtype)
+    w = make_tensor((2, C, *k), "contiguous", seed + 1, dtype)
+    _agree(lambda x, w: F.conv2d(x, w, None, s, p, d), x, w, **_tol(dtype))
+    cols = F.unfold(x, k, d, p, s).detach()
+    _agree(lambda c: F.fold(c, (H, W), k, d, p, s), cols, **_tol(dtype))
+
+
 def test_every_differing_kernel_was_compared(request):
     """Every kernel with two versions was called on both tiers by the tests above (which run
     first: pytest keeps a file's order). Skipped when only some of them were selected."""

@@ -5,7 +5,10 @@ from .dropout import Dropout
 from .linear import Identity, Linear
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
-from .normalization import LayerNorm
+from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm
+from .conv import Conv1d, Conv2d
+from .pooling import (AdaptiveAvgPool2d, AvgPool2d, Flatten, Fold, MaxPool2d, Unflatten,
+                      Unfold)
 from .rnn import GRU, GRUCell
 from .rnn_attention import AdditiveAttention, LuongAttention
 from .seq2seq import AttentionDecoder, Hypothesis, Seq2Seq, Seq2SeqEncoder, pad_sequences

@@ -11,7 +11,7 @@ broadcasts each operand to `shape` (a broadcast dim gets stride 0) and returns t
 bundle per operand, to be splatted into the kernel call:
 
     shape4, (va, vb) = views4(out.shape, a, b)
-    KE.BINARY[tc](op, *va, *vb, out._data, *shape4)
+    KE.BINARY[tc, op](op, *va, *vb, out._data, *shape4)
 
 More than 4 dims that cannot be merged are rare (a permuted 5-d view); then the operands are copied
 into packed buffers first, which always merge to one dim.

@@ -174,7 +174,7 @@ def _binary_forward(op, a, b):
     shape = _shapes.broadcast_shapes(_BINARY_NAMES[op], a.shape, b.shape)
     out = _empty(shape, a.dtype)
     shape4, (va, vb) = views4(shape, a, b)
-    KE.BINARY[a.dtype.typecode](op, *va, *vb, out._data, *shape4)
+    KE.BINARY[a.dtype.typecode, op](op, *va, *vb, out._data, *shape4)
     return out
 
 
@@ -186,7 +186,7 @@ def add_into(acc, g):
         KE.AXPY[acc.dtype.typecode](1.0, g._data, acc._data, len(acc._data))
     else:
         shape4, (va, vb) = views4(acc.shape, acc, g)
-        KE.BINARY[acc.dtype.typecode](KE.ADD, *va, *vb, acc._data, *shape4)
+        KE.BINARY[acc.dtype.typecode, KE.ADD](KE.ADD, *va, *vb, acc._data, *shape4)
 
 
 _BINARY_NAMES = {KE.ADD: "add", KE.SUB: "sub", KE.MUL: "mul", KE.DIV: "div", KE.POW2: "pow",

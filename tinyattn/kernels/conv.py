@@ -1,0 +1,309 @@
+"""Convolution and pooling over (N, C, H, W) images stored as flat, packed buffers.
+
+A 2-d convolution is a matrix product in disguise. Unfold ("im2col") copies, for every output
+position (oh, ow), the KH x KW patch of every input channel that the kernel sees into one column:
+
+    cols[n, (c*KH + i)*KW + j, oh*OW + ow] = x[n, c, oh*SH - PH + i*DH, ow*SW - PW + j*DW]
+                                                                  (0 where that falls in the padding)
+
+(the kernels take the columns' layout as two strides: entry (n, row, l) sits at n*NS + row*RS + l,
+so F.unfold's (N, K, L) has NS = K*L, RS = L, and convolution's (K, N*L) -- all images side by
+side, one large matrix product instead of N small ones -- has NS = L, RS = N*L)
+
+and then   out[n, o, :] = weight[o, :] @ cols[n] + bias[o]        (weight viewed as (O, C*KH*KW)).
+
+Fold ("col2im") is unfold's transpose: it adds every column entry back to the pixel it came from,
+
+    x[n, c, h, w] += cols[n, (c*KH + i)*KW + j, oh*OW + ow]       for every (i, j, oh, ow) reading it
+
+so the gradient of unfold is fold of the gradient, and the other way round. The matrix product
+is the library's matmul (kernels/matmul.py): convolution needs no multiply loop of its own.
+
+Pooling slides the same window but keeps one number per window and channel: the largest (max
+pooling remembers where it was, and its backward sends the gradient there) or the mean.
+
+Tiers: the reference loops visit (n, c, i, j, oh, ow) and test every read against the image
+bounds, as the equation reads. The fast unfold / fold work out, once per (c, i, j), which output
+columns read inside the image, so the inner loop is a branch-free strided copy (a contiguous one
+at stride 1), and zero only the padding columns. Pooling has one version (the window loop is the
+whole computation; it is registered for both tiers).
+
+Chapter 8 of the tour (docs/08-visual-attention.md) walks through this file.
+"""
+from .buffers import as_array
+from .jit import by_typecode, inline, kernel
+from .tiers import register
+
+
+@kernel
+def im2col_reference(x, cols, N, C, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW, NS, RS):
+    """cols (N, C*KH*KW, OH*OW) from x (N, C, H, W): the patch each output position sees."""
+    for n in range(N):
+        for c in range(C):
+            for i in range(KH):
+                for j in range(KW):
+                    row = (c * KH + i) * KW + j
+                    for oh in range(OH):
+                        for ow in range(OW):
+                            h = oh * SH - PH + i * DH
+                            w = ow * SW - PW + j * DW
+                            v = 0.0
+                            if 0 <= h < H and 0 <= w < W:
+                                v = x[((n * C + c) * H + h) * W + w]
+                            cols[n * NS + row * RS + oh * OW + ow] = v
+
+
+@kernel
+def col2im_reference(cols, x, N, C, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW, NS, RS):
+    """x (N, C, H, W, zeroed by the caller) += every column entry, at the pixel it was read from."""
+    for n in range(N):
+        for c in range(C):
+            for i in range(KH):
+                for j in range(KW):
+                    row = (c * KH + i) * KW + j
+                    for oh in range(OH):
+                        for ow in range(OW):
+                            h = oh * SH - PH + i * DH
+                            w = ow * SW - PW + j * DW
+                            if 0 <= h < H and 0 <= w < W:
+                                x[((n * C + c) * H + h) * W + w] += cols[n * NS + row * RS
+                                                                         + oh * OW + ow]
+
+
+@inline
+def _inside(o_count, stride, pad, offset, size):
+    """The range [lo, hi) of output positions o whose input position o*stride - pad + offset lies
+    in [0, size): worked out once, so the loops over o need no bounds test."""
+    lo = 0
+    first = offset - pad
+    if first < 0:
+        lo = (-first + stride - 1) // stride
+    hi = 0
+    if size - 1 - first >= 0:
+        hi = (size - 1 - first) // stride + 1
+    if hi > o_count:
+        hi = o_count
+    if lo > hi:
+        lo = hi
+    return lo, hi
+
+
+@kernel
+def im2col(x, cols, N, C, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW, NS, RS):
+    """cols (N, C*KH*KW, OH*OW) from x (N, C, H, W); same result as `im2col_reference`.
+    Each (oh) run of OW outputs is a slice, written as zeros | a strided copy | zeros."""
+    X, COLS = as_array(x), as_array(cols)
+    L = OH * OW
+    for n in range(N):
+        for c in range(C):
+            plane = X[(n * C + c) * H * W:(n * C + c + 1) * H * W]
+            for i in range(KH):
+                h_lo, h_hi = _inside(OH, SH, PH, i * DH, H)
+                for j in range(KW):
+                    w_lo, w_hi = _inside(OW, SW, PW, j * DW, W)
+                    base = n * NS + ((c * KH + i) * KW + j) * RS
+                    rows = COLS[base:base + L]
+                    for k in range(h_lo * OW):
+                        rows[k] = 0.0
+                    for k in range(h_hi * OW, L):
+                        rows[k] = 0.0
+                    if SH == 1 and SW == 1 and OW == W and h_lo < h_hi:
+                        # source = destination + a constant: one contiguous copy of the whole
+                        # block (the edge columns first read a neighbouring row's pixels, then
+                        # are zeroed), instead of one short copy per output row
+                        delta = (i * DH - PH) * W + j * DW - PW
+                        lo = h_lo * OW + w_lo
+                        hi = (h_hi - 1) * OW + w_hi
+                        if lo < hi:
+                            dst = rows[lo:hi]
+                            src = plane[lo + delta:hi + delta]
+                            for k in range(hi - lo):
+                                dst[k] = src[k]
+                        for oh in range(h_lo, h_hi):
+                            for ow in range(w_lo):
+                                rows[oh * OW + ow] = 0.0
+                            for ow in range(w_hi, OW):
+                                rows[oh * OW + ow] = 0.0
+                        continue
+                    for oh in range(h_lo, h_hi):
+                        out = rows[oh * OW:(oh + 1) * OW]
+                        start = (oh * SH - PH + i * DH) * W - PW + j * DW
+                        for ow in range(w_lo):
+                            out[ow] = 0.0
+                        for ow in range(w_hi, OW):
+                            out[ow] = 0.0
+                        if SW == 1:
+                            src = plane[start + w_lo:start + w_hi]
+                            for ow in range(w_hi - w_lo):
+                                out[w_lo + ow] = src[ow]
+                        else:
+                            for ow in range(w_lo, w_hi):
+                                out[ow] = plane[start + ow * SW]
+
+
+@kernel
+def col2im(cols, x, N, C, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW, NS, RS):
+    """x (N, C, H, W, zeroed by the caller) += the columns; same result as `col2im_reference`."""
+    X, COLS = as_array(x), as_array(cols)
+    L = OH * OW
+    for n in range(N):
+        for c in range(C):
+            plane = X[(n * C + c) * H * W:(n * C + c + 1) * H * W]
+            for i in range(KH):
+                h_lo, h_hi = _inside(OH, SH, PH, i * DH, H)
+                for j in range(KW):
+                    w_lo, w_hi = _inside(OW, SW, PW, j * DW, W)
+                    base = n * NS + ((c * KH + i) * KW + j) * RS
+                    for oh in range(h_lo, h_hi):
+                        src = COLS[base + oh * OW + w_lo:base + oh * OW + w_hi]
+                        start = (oh * SH - PH + i * DH) * W - PW + j * DW
+                        if SW == 1:
+                            dst = plane[start + w_lo:start + w_hi]
+                            for ow in range(w_hi - w_lo):
+                                dst[ow] += src[ow]
+                        else:
+                            for ow in range(w_hi - w_lo):
+                                plane[start + (w_lo + ow) * SW] += src[ow]
+
+
+# --------------------------------------------------------------------------- pooling
+
+
+@kernel
+def max_pool2d_forward(x, out, index, P, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW):
+    """out[p, oh, ow] = max over the window of x[p] (P = N*C planes; padding counts as -inf);
+    index[p, oh, ow] = h*W + w of the maximum (the first one on ties), as PyTorch's indices.
+    A window with a NaN gives NaN (PyTorch propagates NaN)."""
+    for p in range(P):
+        for oh in range(OH):
+            for ow in range(OW):
+                best = -1
+                bv = 0.0
+                for i in range(KH):
+                    h = oh * SH - PH + i * DH
+                    if h < 0 or h >= H:
+                        continue
+                    for j in range(KW):
+                        w = ow * SW - PW + j * DW
+                        if w < 0 or w >= W:
+                            continue
+                        v = x[(p * H + h) * W + w]
+                        if best < 0 or v > bv or (v != v and bv == bv):
+                            best = h * W + w
+                            bv = v
+                o = (p * OH + oh) * OW + ow
+                out[o] = bv
+                index[o] = best
+
+
+@kernel
+def max_pool2d_backward(g, index, dx, P, HW, L):
+    """dx[p, index[p, l]] += g[p, l]: each window's gradient goes to the element that won it."""
+    for p in range(P):
+        for l in range(L):
+            dx[p * HW + index[p * L + l]] += g[p * L + l]
+
+
+@inline
+def _avg_window(o, stride, pad, k, size):
+    """The window of output position o: [start, end) clipped to the image, and the length of the
+    window clipped to the padded image (PyTorch's divisor when padding is counted)."""
+    start = o * stride - pad
+    end = start + k
+    if end > size + pad:
+        end = size + pad
+    padded = end - start
+    if start < 0:
+        start = 0
+    if end > size:
+        end = size
+    return start, end, padded
+
+
+@kernel
+def avg_pool2d_forward(x, out, P, H, W, KH, KW, SH, SW, PH, PW, OH, OW, count_include_pad,
+                       divisor):
+    """out[p, oh, ow] = sum of x[p] over the window / d, where d is `divisor` when > 0, else the
+    window's size counting the padding (count_include_pad) or only the pixels inside the image."""
+    for p in range(P):
+        for oh in range(OH):
+            h0, h1, hp = _avg_window(oh, SH, PH, KH, H)
+            for ow in range(OW):
+                w0, w1, wp = _avg_window(ow, SW, PW, KW, W)
+                s = 0.0
+                for h in range(h0, h1):
+                    for w in range(w0, w1):
+                        s += x[(p * H + h) * W + w]
+                d = divisor
+                if d <= 0:
+                    d = hp * wp if count_include_pad else (h1 - h0) * (w1 - w0)
+                out[(p * OH + oh) * OW + ow] = s / d if d > 0 else 0.0
+
+
+@kernel
+def avg_pool2d_backward(g, dx, P, H, W, KH, KW, SH, SW, PH, PW, OH, OW, count_include_pad,
+                        divisor):
+    """dx (zeroed by the caller) += g[p, oh, ow] / d over each window: the mean's gradient."""
+    for p in range(P):
+        for oh in range(OH):
+            h0, h1, hp = _avg_window(oh, SH, PH, KH, H)
+            for ow in range(OW):
+                w0, w1, wp = _avg_window(ow, SW, PW, KW, W)
+                d = divisor
+                if d <= 0:
+                    d = hp * wp if count_include_pad else (h1 - h0) * (w1 - w0)
+                if d <= 0:
+                    continue
+                gv = g[(p * OH + oh) * OW + ow] / d
+                for h in range(h0, h1):
+                    for w in range(w0, w1):
+                        dx[(p * H + h) * W + w] += gv
+
+
+@kernel
+def adaptive_avg_pool2d_forward(x, out, P, H, W, OH, OW):
+    """out[p, oh, ow] = mean of x[p] over rows [floor(oh*H/OH), ceil((oh+1)*H/OH)) and the
+    columns alike: OH x OW windows that cover the image, whatever its size."""
+    for p in range(P):
+        for oh in range(OH):
+            h0 = (oh * H) // OH
+            h1 = ((oh + 1) * H + OH - 1) // OH
+            for ow in range(OW):
+                w0 = (ow * W) // OW
+                w1 = ((ow + 1) * W + OW - 1) // OW
+                s = 0.0
+                for h in range(h0, h1):
+                    for w in range(w0, w1):
+                        s += x[(p * H + h) * W + w]
+                out[(p * OH + oh) * OW + ow] = s / ((h1 - h0) * (w1 - w0))
+
+
+@kernel
+def adaptive_avg_pool2d_backward(g, dx, P, H, W, OH, OW):
+    """dx (zeroed by the caller) += g / window size over each window."""
+    for p in range(P):
+        for oh in range(OH):
+            h0 = (oh * H) // OH
+            h1 = ((oh + 1) * H + OH - 1) // OH
+            for ow in range(OW):
+                w0 = (ow * W) // OW
+                w1 = ((ow + 1) * W + OW - 1) // OW
+                gv = g[(p * OH + oh) * OW + ow] / ((h1 - h0) * (w1 - w0))
+                for h in range(h0, h1):
+                    for w in range(w0, w1):
+                        dx[(p * H + h) * W + w] += gv
+
+
+_COLS = "T T i i i i i i i i i i i i i i i i"
+_POOLING = dict(
+    MAX_POOL_FORWARD=by_typecode(max_pool2d_forward, "T T @q i i i i i i i i i i i i i"),
+    MAX_POOL_BACKWARD=by_typecode(max_pool2d_backward, "T @q T i i i"),
+    AVG_POOL_FORWARD=by_typecode(avg_pool2d_forward, "T T i i i i i i i i i i i b i"),
+    AVG_POOL_BACKWARD=by_typecode(avg_pool2d_backward, "T T i i i i i i i i i i i b i"),
+    ADAPTIVE_AVG_FORWARD=by_typecode(adaptive_avg_pool2d_forward, "T T i i i i i"),
+    ADAPTIVE_AVG_BACKWARD=by_typecode(adaptive_avg_pool2d_backward, "T T i i i i i"))
+register(globals(),
+         reference=dict(IM2COL=by_typecode(im2col_reference, _COLS),
+                        COL2IM=by_typecode(col2im_reference, _COLS), **_POOLING),
+         fast=dict(IM2COL=by_typecode(im2col, _COLS), COL2IM=by_typecode(col2im, _COLS),
+                   **_POOLING))

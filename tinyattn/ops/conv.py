@@ -1,0 +1,471 @@
+"""Convolution, unfold / fold, pooling and batch norm over (N, C, H, W) images.
+
+    Unfold   cols[n, (c*KH + i)*KW + j, l] = x[n, c, oh*SH - PH + i*DH, ow*SW - PW + j*DW]
+             (l = oh*OW + ow; 0 in the padding)            gradient: fold of the gradient
+    Fold     its transpose: x[n, c, h, w] = sum of the column entries read from (h, w)
+                                                            gradient: unfold of the gradient
+    conv2d   out[n, o] = weight[o] . cols[n] + bias[o]  -- unfold, then one matmul per group;
+             its gradients are those of unfold and matmul, nothing new to derive
+    MaxPool2d    out = max over each window; dx gets g at the position that won (saved indices)
+    AvgPool2d / AdaptiveAvgPool2d   out = mean over each window; dx gets g / window size
+    batch_norm   composed from mean / var / arithmetic (autograd derives its gradient)
+
+Sizes: OH = floor((H + 2*PH - DH*(KH - 1) - 1) / SH) + 1 (ceil with ceil_mode, as PyTorch).
+Every size, stride and padding is checked here, with the op's name, before a kernel runs.
+
+Chapter 8 of the tour (docs/08-visual-attention.md) walks through this file.
+"""
+import builtins
+
+from .. import dtypes as _dt
+from ..autograd import Function
+from ..kernels import conv as KC
+from ..tensor import Tensor, _empty, _make
+from ._launch import packed
+from .matmul import MatMul
+
+
+def _pair(op, name, value, n=2):
+    """An int or a tuple of n ints -> a tuple of n ints (PyTorch's `_pair`)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,) * n
+    if (isinstance(value, (tuple, list)) and len(value) == n
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+        return tuple(value)
+    raise TypeError(f"{op}: {name} must be an int or a tuple of {n} ints, got {value!r}")
+
+
+def _positive(op, name, values):
+    if builtins.min(values) <= 0:
+        raise ValueError(f"{op}: {name} must be positive, got {values}")
+
+
+def _out_size(op, size, k, s, p, d, ceil_mode=False, what="input"):
+    span = size + 2 * p - d * (k - 1) - 1
+    if span < 0:
+        raise ValueError(f"{op}: the kernel (size {k}, dilation {d}) does not fit the padded "
+                         f"{what} (size {size} + 2*{p}); the output would be empty")
+    out = (span + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:  # the last window must start inside the input
+        out -= 1
+    return out
+
+
+def _float_image(op, x, dims=(4,), names="(N, C, H, W)"):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    if x.ndim not in dims:
+        raise ValueError(f"{op}: expected a {names} tensor, got shape {tuple(x.shape)}")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"{op}: expected a floating-point tensor, got {x.dtype}")
+
+
+class _Geometry:
+    """Kernel size, stride, padding and dilation of a sliding window, and the output size."""
+
+    def __init__(self, op, H, W, kernel_size, stride, padding, dilation, ceil_mode=False):
+        self.KH, self.KW = _pair(op, "kernel_size", kernel_size)
+        self.SH, self.SW = _pair(op, "stride", stride)
+        self.PH, self.PW = _pair(op, "padding", padding)
+        self.DH, self.DW = _pair(op, "dilation", dilation)
+        _positive(op, "kernel_size", (self.KH, self.KW))
+        _positive(op, "stride", (self.SH, self.SW))
+        _positive(op, "dilation", (self.DH, self.DW))
+        if builtins.min(self.PH, self.PW) < 0:
+            raise ValueError(f"{op}: padding must be non-negative, got {(self.PH, self.PW)}")
+        self.H, self.W = H, W
+        self.OH = _out_size(op, H, self.KH, self.SH, self.PH, self.DH, ceil_mode, "height")
+        self.OW = _out_size(op, W, self.KW, self.SW, self.PW, self.DW, ceil_mode, "width")
+
+    def args(self):
+        return (self.H, self.W, self.KH, self.KW, self.SH, self.SW, self.PH, self.PW, self.DH,
+                self.DW, self.OH, self.OW)
+
+
+# ---------------------------------------------------------------------------- unfold / fold
+
+
+def _layout(side_by_side, N, K, L):
+    """(shape, NS, RS) of the columns: (N, K, L) as F.unfold returns them, or, side_by_side,
+    (K, N*L), every image's columns next to each other (convolution's one large matmul)."""
+    return ((K, N * L), L, N * L) if side_by_side else ((N, K, L), K * L, L)
+
+
+class Unfold(Function):
+    """(N, C, H, W) -> (N, C*KH*KW, OH*OW) columns, or (C*KH*KW, N*OH*OW) with side_by_side:
+    every patch as a column; gradient = fold."""
+
+    @staticmethod
+    def forward(ctx, x, geo, side_by_side=False):
+        N, C = x.shape[0], x.shape[1]
+        shape, NS, RS = _layout(side_by_side, N, C * geo.KH * geo.KW, geo.OH * geo.OW)
+        out = _empty(shape, x.dtype)
+        KC.IM2COL[x.dtype.typecode](packed(x)._data, out._data, N, C, *geo.args(), NS, RS)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, geo, side_by_side = (ctx.inputs + (False,))[:3]
+        N, C = x.shape[0], x.shape[1]
+        _, NS, RS = _layout(side_by_side, N, C * geo.KH * geo.KW, geo.OH * geo.OW)
+        dx = _empty(x.shape, x.dtype)
+        KC.COL2IM[x.dtype.typecode](packed(g)._data, dx._data, N, C, *geo.args(), NS, RS)
+        return dx, None, None
+
+
+class Fold(Function):
+    """(N, C*KH*KW, OH*OW) -> (N, C, H, W): columns summed back into pixels; gradient = unfold."""
+
+    @staticmethod
+    def forward(ctx, cols, geo, C):
+        N, K, L = cols.shape
+        out = _empty((N, C, geo.H, geo.W), cols.dtype)
+        KC.COL2IM[cols.dtype.typecode](packed(cols)._data, out._data, N, C, *geo.args(), K * L, L)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        cols, geo, C = ctx.inputs
+        N, K, L = cols.shape
+        dcols = _empty(cols.shape, cols.dtype)
+        KC.IM2COL[cols.dtype.typecode](packed(g)._data, dcols._data, N, C, *geo.args(), K * L, L)
+        return dcols, None, None
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+    """F.unfold: (N, C, H, W) or (C, H, W) -> (N, C*KH*KW, L) (or (C*KH*KW, L)), L = OH*OW: the
+    patch every output position of a convolution sees, as a column."""
+    _float_image("unfold", input, (3, 4), "(N, C, H, W) or (C, H, W)")
+    x = input.unsqueeze(0) if input.ndim == 3 else input
+    geo = _Geometry("unfold", x.shape[2], x.shape[3], kernel_size, stride, padding, dilation)
+    out = Unfold.apply(x, geo)
+    return out.squeeze(0) if input.ndim == 3 else out
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+    """F.fold: (N, C*KH*KW, L) or (C*KH*KW, L) -> (N, C, H, W) (or (C, H, W)) with
+    (H, W) = output_size; overlapping entries are summed (unfold's transpose)."""
+    _float_image("fold", input, (2, 3), "(N, C*KH*KW, L) or (C*KH*KW, L)")
+    cols = input.unsqueeze(0) if input.ndim == 2 else input
+    H, W = _pair("fold", "output_size", output_size)
+    geo = _Geometry("fold", H, W, kernel_size, stride, padding, dilation)
+    k = geo.KH * geo.KW
+    if cols.shape[1] % k:
+        raise ValueError(f"fold: the input's dim 1 ({cols.shape[1]}) must be divisible by the "
+                         f"kernel's size KH*KW = {k}")
+    if cols.shape[2] != geo.OH * geo.OW:
+        raise ValueError(f"fold: output_size {(H, W)} with this kernel, stride, padding and "
+                         f"dilation gives {geo.OH}x{geo.OW} = {geo.OH * geo.OW} blocks, but the "
+                         f"input has {cols.shape[2]} (its last dim)")
+    out = Fold.apply(cols, geo, cols.shape[1] // k)
+    return out.squeeze(0) if input.ndim == 2 else out
+
+
+# ---------------------------------------------------------------------------- convolution
+
+
+class Conv2d(Function):
+    """out[n, o] = W[o] @ cols[n] + bias[o], the columns from Unfold, per group.
+
+    All N images' columns sit side by side, cols (G, K, N*L) with K = C/G*KH*KW, so each group is
+    one (O/G, K) @ (K, N*L) product, whose long N*L side keeps the matmul kernel busy (N small
+    (K, L) products would not). Backward, with g (G, O/G, N*L):
+
+        dcols = W^T @ g  -> fold -> dx          dW = (cols @ g^T)^T          dbias = sum of g
+
+    dW is computed transposed on purpose: g @ cols^T would pack the whole (N*L, K) cols^T for
+    every thread (3.3x slower measured for a 32x16x16x16 batch), cols @ g^T packs only g^T."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, geo, G):
+        N, O = x.shape[0], weight.shape[0]
+        K, L = weight.numel() // O, geo.OH * geo.OW
+        cols = Unfold.forward(None, x, geo, True).view(G, K, N * L)
+        w = packed(weight).view(G, O // G, K)
+        out = MatMul.forward(None, w, cols).view(O, N, L).transpose(0, 1)   # (N, O, L) view
+        # adding the bias writes the packed (N, O, L) result: the transpose costs no extra pass
+        out = out + bias.view(1, O, 1) if bias is not None else out.contiguous()
+        ctx.cols = cols
+        return out.view(N, O, geo.OH, geo.OW)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight, bias, geo, G = ctx.inputs
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        N, O = x.shape[0], weight.shape[0]
+        K, L = weight.numel() // O, geo.OH * geo.OW
+        g3 = g.reshape(N, O, L)
+        gt = g3.transpose(0, 1).contiguous().view(G, O // G, N * L)
+        dx = dw = db = None
+        if need_x:
+            w = packed(weight).view(G, O // G, K)
+            dcols = MatMul.forward(None, w.transpose(1, 2), gt)           # (G, K, N*L)
+            dx = Unfold.backward(_Inputs(x, geo), dcols)[0]
+        if need_w:
+            dwt = MatMul.forward(None, ctx.cols, gt.transpose(1, 2))       # (G, K, O/G)
+            dw = dwt.transpose(1, 2).contiguous().view(weight.shape)
+        if need_b and bias is not None:
+            db = gt.view(O, N * L).sum(1)
+        return dx, dw, db, None, None
+
+
+class _Inputs:
+    """Stands in for a ctx whose inputs are those of Unfold(x, geo, side_by_side=True)."""
+
+    def __init__(self, x, geo):
+        self.inputs = (x, geo, True)
+
+
+def _same_padding(op, k, d):
+    """padding='same': total d*(k-1), split as PyTorch does (the extra one on the right/bottom)."""
+    total = d * (k - 1)
+    return total // 2, total - total // 2
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    """F.conv2d: input (N, C, H, W) or (C, H, W), weight (O, C/groups, KH, KW), bias (O,) ->
+    (N, O, OH, OW). padding is an int, a pair, 'valid' (0) or 'same' (output size = input size,
+    stride 1 only). Computed as unfold + one matmul per group (cross-correlation, as PyTorch)."""
+    op = "conv2d"
+    _float_image(op, input, (3, 4), "(N, C, H, W) or (C, H, W)")
+    if not isinstance(weight, Tensor) or weight.ndim != 4:
+        raise ValueError(f"{op}: weight must be a 4-d tensor (O, C/groups, KH, KW), got "
+                         f"{tuple(weight.shape) if isinstance(weight, Tensor) else weight!r}")
+    if weight.dtype is not input.dtype:
+        raise TypeError(f"{op}: input ({input.dtype}) and weight ({weight.dtype}) must have the "
+                        f"same dtype")
+    x = input.unsqueeze(0) if input.ndim == 3 else input
+    N, C, H, W = x.shape
+    O, Cg, KH, KW = weight.shape
+    if not isinstance(groups, int) or isinstance(groups, bool) or groups <= 0:
+        raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")
+    if C != Cg * groups or O % groups:
+        raise ValueError(f"{op}: input with {C} channels and weight of shape "
+                         f"{tuple(weight.shape)} with groups={groups}: expected the input to "
+                         f"have C/groups*groups = {Cg * groups} channels and O ({O}) divisible "
+                         f"by groups")
+    if bias is not None and (not isinstance(bias, Tensor) or tuple(bias.shape) != (O,)
+                             or bias.dtype is not input.dtype):
+        raise ValueError(f"{op}: bias must be a ({O},) tensor of dtype {input.dtype}, got "
+                         f"{tuple(bias.shape) if isinstance(bias, Tensor) else bias!r}")
+    DH, DW = _pair(op, "dilation", dilation)
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = 0
+        elif padding == "same":
+            if _pair(op, "stride", stride) != (1, 1):
+                raise ValueError(f"{op}: padding='same' is not supported for strided "
+                                 f"convolutions (stride={stride!r}), as in PyTorch")
+            (t, b), (l, r) = _same_padding(op, KH, DH), _same_padding(op, KW, DW)
+            if t != b or l != r:  # asymmetric: pad explicitly, then convolve without padding
+                from .indexing import pad as _pad
+                x = _pad(x, (l, r, t, b))
+                H, W = x.shape[2], x.shape[3]
+                t = l = 0
+            padding = (t, l)
+        else:
+            raise ValueError(f"{op}: padding must be an int, a pair, 'valid' or 'same', got "
+                             f"{padding!r}")
+    geo = _Geometry(op, H, W, (KH, KW), stride, padding, (DH, DW))
+    out = Conv2d.apply(x, weight, bias, geo, groups)                 # (N, O, OH, OW)
+    return out.squeeze(0) if input.ndim == 3 else out
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    """F.conv1d: input (N, C, L) or (C, L), weight (O, C/groups, K) -> (N, O, L_out): conv2d on
+    a height-1 image."""
+    _float_image("conv1d", input, (2, 3), "(N, C, L) or (C, L)")
+    if not isinstance(weight, Tensor) or weight.ndim != 3:
+        raise ValueError(f"conv1d: weight must be a 3-d tensor (O, C/groups, K), got "
+                         f"{tuple(weight.shape) if isinstance(weight, Tensor) else weight!r}")
+    if isinstance(padding, str):
+        padding2 = padding
+    else:
+        padding2 = (0, _pair("conv1d", "padding", padding, 1)[0])
+    stride2 = (1, _pair("conv1d", "stride", stride, 1)[0])
+    dilation2 = (1, _pair("conv1d", "dilation", dilation, 1)[0])
+    out = conv2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias, stride2, padding2, dilation2,
+                 groups)
+    return out.squeeze(-2)
+
+
+# ---------------------------------------------------------------------------- pooling
+
+
+def _pool_input(op, input):
+    _float_image(op, input, (3, 4), "(N, C, H, W) or (C, H, W)")
+    return input.unsqueeze(0) if input.ndim == 3 else input
+
+
+def _check_pool_padding(op, geo):
+    if geo.PH * 2 > geo.KH or geo.PW * 2 > geo.KW:
+        raise ValueError(f"{op}: padding {(geo.PH, geo.PW)} must be at most half the kernel "
+                         f"size {(geo.KH, geo.KW)}")
+
+
+class MaxPool2d(Function):
+    """out = max over each window; the gradient goes to the element that won (saved index)."""
+
+    @staticmethod
+    def forward(ctx, x, geo, index):
+        """`index` is an empty list that receives the (N, C, OH, OW) int64 positions h*W + w."""
+        N, C = x.shape[0], x.shape[1]
+        out = _empty((N, C, geo.OH, geo.OW), x.dtype)
+        where = _empty((N, C, geo.OH, geo.OW), _dt.int64)
+        KC.MAX_POOL_FORWARD[x.dtype.typecode](packed(x)._data, out._data, where._data, N * C,
+                                              *geo.args())
+        index.append(where)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, geo, index = ctx.inputs
+        dx = _empty(x.shape, x.dtype)
+        KC.MAX_POOL_BACKWARD[x.dtype.typecode](packed(g)._data, index[0]._data, dx._data,
+                                               x.shape[0] * x.shape[1], geo.H * geo.W,
+                                               geo.OH * geo.OW)
+        return dx, None, None
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    """F.max_pool2d: (N, C, H, W) -> (N, C, OH, OW), the largest value of each window (stride
+    defaults to kernel_size; padding counts as -inf); with return_indices also the position
+    h*W + w of each maximum (int64), as PyTorch."""
+    op = "max_pool2d"
+    x = _pool_input(op, input)
+    stride = kernel_size if stride is None or stride == [] else stride
+    geo = _Geometry(op, x.shape[2], x.shape[3], kernel_size, stride, padding, dilation, ceil_mode)
+    _check_pool_padding(op, geo)
+    index = []
+    out = MaxPool2d.apply(x, geo, index)
+    index = index[0]
+    if input.ndim == 3:
+        out, index = out.squeeze(0), index.squeeze(0)
+    return (out, index) if return_indices else out
+
+
+class AvgPool2d(Function):
+    """out = mean over each window (divisor: see avg_pool2d); gradient g / divisor per window."""
+
+    @staticmethod
+    def forward(ctx, x, geo, count_include_pad, divisor):
+        N, C = x.shape[0], x.shape[1]
+        out = _empty((N, C, geo.OH, geo.OW), x.dtype)
+        KC.AVG_POOL_FORWARD[x.dtype.typecode](packed(x)._data, out._data, N * C, *geo.args()[:8],
+                                              geo.OH, geo.OW, count_include_pad, divisor)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, geo, count_include_pad, divisor = ctx.inputs
+        dx = _empty(x.shape, x.dtype)
+        KC.AVG_POOL_BACKWARD[x.dtype.typecode](packed(g)._data, dx._data,
+                                               x.shape[0] * x.shape[1], *geo.args()[:8], geo.OH,
+                                               geo.OW, count_include_pad, divisor)
+        return dx, None, None, None
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+               count_include_pad=True, divisor_override=None):
+    """F.avg_pool2d: (N, C, H, W) -> (N, C, OH, OW), the mean of each window (stride defaults to
+    kernel_size). The divisor is divisor_override if given, else the window's size counting the
+    zero padding (count_include_pad=True) or only the pixels inside the image."""
+    op = "avg_pool2d"
+    x = _pool_input(op, input)
+    stride = kernel_size if stride is None or stride == [] else stride
+    geo = _Geometry(op, x.shape[2], x.shape[3], kernel_size, stride, padding, 1, ceil_mode)
+    _check_pool_padding(op, geo)
+    if divisor_override is not None and (not isinstance(divisor_override, int)
+                                         or divisor_override <= 0):
+        raise ValueError(f"{op}: divisor_override must be a positive int, got "
+                         f"{divisor_override!r}")
+    out = AvgPool2d.apply(x, geo, bool(count_include_pad), divisor_override or 0)
+    return out.squeeze(0) if input.ndim == 3 else out
+
+
+class AdaptiveAvgPool2d(Function):
+    """out[oh, ow] = mean over rows [floor(oh*H/OH), ceil((oh+1)*H/OH)) x the same for columns."""
+
+    @staticmethod
+    def forward(ctx, x, OH, OW):
+        N, C, H, W = x.shape
+        out = _empty((N, C, OH, OW), x.dtype)
+        KC.ADAPTIVE_AVG_FORWARD[x.dtype.typecode](packed(x)._data, out._data, N * C, H, W, OH, OW)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, OH, OW = ctx.inputs
+        N, C, H, W = x.shape
+        dx = _empty(x.shape, x.dtype)
+        KC.ADAPTIVE_AVG_BACKWARD[x.dtype.typecode](packed(g)._data, dx._data, N * C, H, W, OH, OW)
+        return dx, None, None
+
+
+def adaptive_avg_pool2d(input, output_size):  # noqa: A002
+    """F.adaptive_avg_pool2d: (N, C, H, W) -> (N, C, OH, OW) for any H, W; output_size is an int,
+    a pair, and None in the pair keeps that input size."""
+    op = "adaptive_avg_pool2d"
+    x = _pool_input(op, input)
+    size = (output_size, output_size) if not isinstance(output_size, (tuple, list)) else tuple(
+        output_size)
+    if len(size) != 2:
+        raise ValueError(f"{op}: output_size must be an int or a pair, got {output_size!r}")
+    OH, OW = (x.shape[2] if size[0] is None else size[0]), (x.shape[3] if size[1] is None
+                                                            else size[1])
+    _pair(op, "output_size", (OH, OW))
+    _positive(op, "output_size", (OH, OW))
+    if x.shape[2] == 0 or x.shape[3] == 0:
+        raise ValueError(f"{op}: expected a non-empty image, got shape {tuple(input.shape)}")
+    out = AdaptiveAvgPool2d.apply(x, OH, OW)
+    return out.squeeze(0) if input.ndim == 3 else out
+
+
+# ---------------------------------------------------------------------------- batch norm
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,  # noqa: A002
+               momentum=0.1, eps=1e-5):
+    """F.batch_norm over dim 1 of an (N, C, ...) input: y = (x - mean) / sqrt(var + eps) * weight
+    + bias, per channel. Training: mean and (biased) var over every dim but 1, and the running
+    stats move by `momentum` toward them (running_var with the unbiased var, as PyTorch);
+    evaluation: the running stats. Composed of ops, so autograd derives the gradient."""
+    op = "batch_norm"
+    if not isinstance(input, Tensor) or input.ndim < 2:
+        raise ValueError(f"{op}: expected an (N, C, ...) tensor, got "
+                         f"{tuple(input.shape) if isinstance(input, Tensor) else input!r}")
+    C = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and (not isinstance(t, Tensor) or t.numel() != C):
+            raise ValueError(f"{op}: {name} must have {C} elements (the input's channels), got "
+                             f"{tuple(t.shape) if isinstance(t, Tensor) else t!r}")
+    shape = (1, C) + (1,) * (input.ndim - 2)
+    dims = (0,) + tuple(range(2, input.ndim))
+    if training:
+        count = input.numel() // C
+        if count <= 1:
+            raise ValueError(f"{op}: expected more than 1 value per channel when training, got "
+                             f"input of shape {tuple(input.shape)}")
+        mean = input.mean(dims, keepdim=True)
+        var = ((input - mean) ** 2).mean(dims, keepdim=True)
+        if running_mean is not None or running_var is not None:
+            from ..autograd import no_grad
+            with no_grad():
+                m = momentum if momentum is not None else 0.1
+                if running_mean is not None:
+                    running_mean.mul_(1 - m).add_(mean.reshape(C).to(running_mean.dtype) * m)
+                if running_var is not None:
+                    unbiased = var.reshape(C) * (count / (count - 1))
+                    running_var.mul_(1 - m).add_(unbiased.to(running_var.dtype) * m)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError(f"{op}: running_mean and running_var are needed when not training")
+        mean, var = running_mean.view(shape), running_var.view(shape)
+    y = (input - mean) * (var + eps).rsqrt()
+    if weight is not None:
+        y = y * weight.view(shape)
+    if bias is not None:
+        y = y + bias.view(shape)
+    return y
