@@ -106,6 +106,9 @@ def test_pooling_and_batch_norm_gradcheck():
     assert gradcheck(lambda x: F.adaptive_avg_pool2d(x, (4, 5)), (x,))
     w, b = r64(3, seed=1), r64(3, seed=2)
     assert gradcheck(lambda x, w, b: F.batch_norm(x, None, None, w, b, True), (x, w, b))
+    rm, rv = ta.randn(3, dtype=ta.float64), ta.rand(3, dtype=ta.float64) + 0.5
+    assert gradcheck(lambda x, w, b: F.batch_norm(x, rm, rv, w, b, False), (x, w, b))
+    assert gradcheck(lambda x: F.batch_norm(x, None, None, training=True), (r64(4, 2, 3),))
 
 
 def test_non_contiguous_input():

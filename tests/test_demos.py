@@ -11,7 +11,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 DEMOS = pathlib.Path(__file__).resolve().parent.parent / "demos"
-TRAINING_DEMOS = ["two_moons", "dates", "long_sequences", "order_matters", "transformer", "gpt"]
+TRAINING_DEMOS = ["two_moons", "dates", "long_sequences", "order_matters", "transformer", "gpt",
+                  "show_attend_tell"]
 
 
 def run_demo(name, *argv):

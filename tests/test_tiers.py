@@ -301,6 +301,11 @@ def test_conv_unfold_fold(case, N, C, seed, dtype):
     _agree(lambda x, w: F.conv2d(x, w, None, s, p, d), x, w, **_tol(dtype))
     cols = F.unfold(x, k, d, p, s).detach()
     _agree(lambda c: F.fold(c, (H, W), k, d, p, s), cols, **_tol(dtype))
+    pool_p = (k[0] // 2, k[1] // 2)      # max pooling: windows inside the image and over padding
+    if H + 2 * pool_p[0] >= d[0] * (k[0] - 1) + 1 and W + 2 * pool_p[1] >= d[1] * (k[1] - 1) + 1:
+        _agree(lambda x: F.max_pool2d(x, k, s, pool_p, d), x, **_tol(dtype))
+    if H >= k[0] and W >= k[1]:
+        _agree(lambda x: F.max_pool2d(x, k, s, 0, 1, True), x, **_tol(dtype))
 
 
 def test_every_differing_kernel_was_compared(request):

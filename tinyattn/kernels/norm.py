@@ -1,4 +1,5 @@
-"""Layer normalisation of the rows of a contiguous (N, D) buffer, forward and backward, fused.
+"""Layer normalisation of the rows of a contiguous (N, D) buffer, forward and backward, fused;
+and batch normalisation of the channels of an (N, C, L) buffer (at the end of the file).
 
 Per row x of D elements (eps inside the square root, biased variance, as in PyTorch):
 
@@ -143,9 +144,86 @@ def layer_norm_backward(g, x, w, has_w, mean, rstd, dx, dw, db, N, D):
                 dxr[d] = r * (gr[d] - m_gy - xhat * m_gy_xhat)
 
 
+# --------------------------------------------------------------------------- batch norm
+# The same equations per channel c of an (N, C, L) buffer (L = H*W), over the N*L values of c:
+#     y = (x - mean_c) * rstd_c * w_c + b_c
+#     dx = rstd_c * (gy - mean(gy) - xhat * mean(gy * xhat)),  gy = g * w_c   (batch statistics)
+#     dx = rstd_c * gy                                                          (running statistics)
+# One version, registered for both tiers: each (n, c) row of L values is a slice indexed from 0.
+
+
+@vector_kernel
+def batch_norm_stats(x, mean, rstd, N, C, L, eps):
+    """mean[c] and rstd[c] = 1 / sqrt(biased var + eps) over the N*L values of channel c."""
+    X = as_array(x)
+    M = N * L
+    for c in range(C):
+        s = 0.0
+        for n in range(N):
+            row = X[(n * C + c) * L:(n * C + c + 1) * L]
+            for i in range(L):
+                s += row[i]
+        mu = s / M
+        v = 0.0
+        for n in range(N):
+            row = X[(n * C + c) * L:(n * C + c + 1) * L]
+            for i in range(L):
+                d = row[i] - mu
+                v += d * d
+        mean[c] = mu
+        denom = math.sqrt(v / M + eps)
+        rstd[c] = 1.0 / denom if denom > 0.0 else math.inf
+
+
+@vector_kernel
+def batch_norm_apply(x, mean, rstd, w, b, out, N, C, L):
+    """out = (x - mean[c]) * rstd[c] * w[c] + b[c] (the caller passes w = 1, b = 0 when absent)."""
+    X, Y = as_array(x), as_array(out)
+    for n in range(N):
+        for c in range(C):
+            scale = rstd[c] * w[c]
+            shift = b[c] - mean[c] * scale
+            xr = X[(n * C + c) * L:(n * C + c + 1) * L]
+            yr = Y[(n * C + c) * L:(n * C + c + 1) * L]
+            for i in range(L):
+                yr[i] = xr[i] * scale + shift
+
+
+@vector_kernel
+def batch_norm_backward(g, x, mean, rstd, w, batch_stats, dx, dw, db, N, C, L):
+    """dx, and dw[c] = sum g * xhat, db[c] = sum g (float64, zeroed by the caller)."""
+    G, X, DX = as_array(g), as_array(x), as_array(dx)
+    M = N * L
+    for c in range(C):
+        mu, r = mean[c], rstd[c]
+        s_g = 0.0
+        s_gx = 0.0
+        for n in range(N):
+            gr = G[(n * C + c) * L:(n * C + c + 1) * L]
+            xr = X[(n * C + c) * L:(n * C + c + 1) * L]
+            for i in range(L):
+                s_g += gr[i]
+                s_gx += gr[i] * (xr[i] - mu) * r
+        dw[c] = s_gx
+        db[c] = s_g
+        k = r * w[c]
+        m_gy = s_g * w[c] / M if batch_stats else 0.0
+        m_gyx = s_gx * w[c] / M if batch_stats else 0.0
+        for n in range(N):
+            gr = G[(n * C + c) * L:(n * C + c + 1) * L]
+            xr = X[(n * C + c) * L:(n * C + c + 1) * L]
+            dr = DX[(n * C + c) * L:(n * C + c + 1) * L]
+            for i in range(L):
+                xhat = (xr[i] - mu) * r
+                dr[i] = k * gr[i] - r * (m_gy + xhat * m_gyx)
+
+
 _FWD, _BWD = "T T T b b T @d @d i i f", "T T T b @d @d T @d @d i i"
+_BN = dict(BN_STATS=by_typecode(batch_norm_stats, "T @d @d i i i f"),
+           BN_APPLY=by_typecode(batch_norm_apply, "T @d @d @d @d T i i i"),
+           BN_BACKWARD=by_typecode(batch_norm_backward, "T T @d @d @d b T @d @d i i i"))
 register(globals(),
          reference=dict(FORWARD=by_typecode(layer_norm_forward_reference, _FWD),
-                        BACKWARD=by_typecode(layer_norm_backward_reference, _BWD)),
+                        BACKWARD=by_typecode(layer_norm_backward_reference, _BWD), **_BN),
          fast=dict(FORWARD=by_typecode(layer_norm_forward, _FWD),
-                   BACKWARD=by_typecode(layer_norm_backward, _BWD)))
+                   BACKWARD=by_typecode(layer_norm_backward, _BWD), **_BN))

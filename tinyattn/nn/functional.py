@@ -8,17 +8,17 @@ is defined in the ops/ file of its family (next to its kernels) and gathered her
     cross_entropy, nll_loss, binary_cross_entropy_with_logits, mse_loss           ops/loss.py
     relu, gelu, tanh, sigmoid  ops/elementwise.py   softmax, log_softmax  ops/softmax.py
     scaled_dot_product_attention, causal_mask, padding_mask    ops/attention.py (composed)
-    conv1d, conv2d, unfold, fold, max_pool2d, avg_pool2d, adaptive_avg_pool2d, batch_norm
-                               ops/conv.py
+    conv1d, conv2d, unfold, fold, max_pool2d, avg_pool2d, adaptive_avg_pool2d      ops/conv.py
+    batch_norm                 ops/norm.py
 """
-from ..ops.conv import (adaptive_avg_pool2d, avg_pool2d, batch_norm, conv1d,  # noqa: F401
-                        conv2d, fold, max_pool2d, unfold)
+from ..ops.conv import (adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, fold,  # noqa: F401
+                        max_pool2d, unfold)
 from ..ops.elementwise import gelu, relu, sigmoid, tanh  # noqa: F401
 from ..ops.indexing import embedding, one_hot, pad  # noqa: F401
 from ..ops.loss import (binary_cross_entropy_with_logits, cross_entropy, mse_loss,  # noqa: F401
                         nll_loss)
 from ..ops.matmul import linear  # noqa: F401
-from ..ops.norm import layer_norm  # noqa: F401
+from ..ops.norm import batch_norm, layer_norm  # noqa: F401
 from ..ops.random import dropout  # noqa: F401
 from ..ops.softmax import log_softmax, softmax  # noqa: F401
 from ..ops.attention import causal_mask, padding_mask, scaled_dot_product_attention  # noqa: F401

@@ -1,4 +1,4 @@
-"""Convolution, unfold / fold, pooling and batch norm over (N, C, H, W) images.
+"""Convolution, unfold / fold and pooling over (N, C, H, W) images.
 
     Unfold   cols[n, (c*KH + i)*KW + j, l] = x[n, c, oh*SH - PH + i*DH, ow*SW - PW + j*DW]
              (l = oh*OW + ow; 0 in the padding)            gradient: fold of the gradient
@@ -8,7 +8,8 @@
              its gradients are those of unfold and matmul, nothing new to derive
     MaxPool2d    out = max over each window; dx gets g at the position that won (saved indices)
     AvgPool2d / AdaptiveAvgPool2d   out = mean over each window; dx gets g / window size
-    batch_norm   composed from mean / var / arithmetic (autograd derives its gradient)
+
+(batch_norm, the other layer of a CNN, is in ops/norm.py beside layer_norm: the same equations.)
 
 Sizes: OH = floor((H + 2*PH - DH*(KH - 1) - 1) / SH) + 1 (ceil with ceil_mode, as PyTorch).
 Every size, stride and padding is checked here, with the op's name, before a kernel runs.
@@ -20,7 +21,7 @@ import builtins
 from .. import dtypes as _dt
 from ..autograd import Function
 from ..kernels import conv as KC
-from ..tensor import Tensor, _empty, _make
+from ..tensor import Tensor, _empty
 from ._launch import packed
 from .matmul import MatMul
 
@@ -420,52 +421,3 @@ def adaptive_avg_pool2d(input, output_size):  # noqa: A002
         raise ValueError(f"{op}: expected a non-empty image, got shape {tuple(input.shape)}")
     out = AdaptiveAvgPool2d.apply(x, OH, OW)
     return out.squeeze(0) if input.ndim == 3 else out
-
-
-# ---------------------------------------------------------------------------- batch norm
-
-
-def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,  # noqa: A002
-               momentum=0.1, eps=1e-5):
-    """F.batch_norm over dim 1 of an (N, C, ...) input: y = (x - mean) / sqrt(var + eps) * weight
-    + bias, per channel. Training: mean and (biased) var over every dim but 1, and the running
-    stats move by `momentum` toward them (running_var with the unbiased var, as PyTorch);
-    evaluation: the running stats. Composed of ops, so autograd derives the gradient."""
-    op = "batch_norm"
-    if not isinstance(input, Tensor) or input.ndim < 2:
-        raise ValueError(f"{op}: expected an (N, C, ...) tensor, got "
-                         f"{tuple(input.shape) if isinstance(input, Tensor) else input!r}")
-    C = input.shape[1]
-    for name, t in (("running_mean", running_mean), ("running_var", running_var),
-                    ("weight", weight), ("bias", bias)):
-        if t is not None and (not isinstance(t, Tensor) or t.numel() != C):
-            raise ValueError(f"{op}: {name} must have {C} elements (the input's channels), got "
-                             f"{tuple(t.shape) if isinstance(t, Tensor) else t!r}")
-    shape = (1, C) + (1,) * (input.ndim - 2)
-    dims = (0,) + tuple(range(2, input.ndim))
-    if training:
-        count = input.numel() // C
-        if count <= 1:
-            raise ValueError(f"{op}: expected more than 1 value per channel when training, got "
-                             f"input of shape {tuple(input.shape)}")
-        mean = input.mean(dims, keepdim=True)
-        var = ((input - mean) ** 2).mean(dims, keepdim=True)
-        if running_mean is not None or running_var is not None:
-            from ..autograd import no_grad
-            with no_grad():
-                m = momentum if momentum is not None else 0.1
-                if running_mean is not None:
-                    running_mean.mul_(1 - m).add_(mean.reshape(C).to(running_mean.dtype) * m)
-                if running_var is not None:
-                    unbiased = var.reshape(C) * (count / (count - 1))
-                    running_var.mul_(1 - m).add_(unbiased.to(running_var.dtype) * m)
-    else:
-        if running_mean is None or running_var is None:
-            raise ValueError(f"{op}: running_mean and running_var are needed when not training")
-        mean, var = running_mean.view(shape), running_var.view(shape)
-    y = (input - mean) * (var + eps).rsqrt()
-    if weight is not None:
-        y = y * weight.view(shape)
-    if bias is not None:
-        y = y + bias.view(shape)
-    return y

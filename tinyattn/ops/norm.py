@@ -8,14 +8,18 @@
 Composed from ops this is ~30 small nodes; fused it is one pass forward and one backward
 (kernels/norm.py), keeping mean and 1/std per row (float64) for the backward.
 
+Batch normalisation (BatchNorm) is the same per channel of an (N, C, ...) input, over N and the
+spatial dims, with the gradient through the batch statistics when they were used.
+
 Chapter 5 of the tour (docs/05-transformer.md) walks through this file.
 """
+import math
 from array import array
 
 from .. import dtypes as _dt
 from ..autograd import Function
 from ..kernels import norm as KL
-from ..tensor import _empty, _make
+from ..tensor import Tensor, _empty, _make
 from ._launch import packed
 
 
@@ -80,3 +84,95 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # no
     for n in normalized_shape:
         D *= n
     return LayerNorm.apply(input, weight, bias, D, eps)
+
+
+class BatchNorm(Function):
+    """y = (x - mean_c) * rstd_c * w_c + b_c per channel c (dim 1) of an (N, C, L) view.
+
+    With the batch's statistics (training): dx = rstd * (gy - mean(gy) - xhat * mean(gy * xhat)),
+    gy = g * w, the means over the N*L values of the channel; with given (running) statistics
+    dx = rstd * gy. dw_c = sum g * xhat, db_c = sum g. One pass each way instead of ~25 ops."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, mean, rstd, batch_stats):
+        N, C = x.shape[0], x.shape[1]
+        L = x.numel() // (N * C) if N * C else 0
+        xp = packed(x)
+        out = _empty(x.shape, x.dtype)
+        w = _channel(weight, C, 1.0)
+        b = _channel(bias, C, 0.0)
+        KL.BN_APPLY[x.dtype.typecode](xp._data, mean, rstd, w, b, out._data, N, C, L)
+        ctx.xp, ctx.w = xp, w
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight, bias, mean, rstd, batch_stats = ctx.inputs
+        N, C = x.shape[0], x.shape[1]
+        L = x.numel() // (N * C) if N * C else 0
+        dx = _empty(x.shape, x.dtype)
+        dw = _dt.zeros_buffer(_dt.float64, C)
+        db = _dt.zeros_buffer(_dt.float64, C)
+        KL.BN_BACKWARD[x.dtype.typecode](packed(g)._data, ctx.xp._data, mean, rstd, ctx.w,
+                                         batch_stats, dx._data, dw, db, N, C, L)
+        gw = gb = None
+        if weight is not None and ctx.needs_input_grad[1]:
+            gw = _make(array(weight.dtype.typecode, dw), weight.shape, weight.dtype)
+        if bias is not None and ctx.needs_input_grad[2]:
+            gb = _make(array(bias.dtype.typecode, db), bias.shape, bias.dtype)
+        return dx, gw, gb, None, None, None
+
+
+def _channel(t, C, default):
+    """A float64 buffer of C per-channel values: t's, or `default` when t is None."""
+    if t is None:
+        return array("d", [default]) * C
+    return array("d", packed(t).tolist() if t.ndim else [t.item()])
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,  # noqa: A002
+               momentum=0.1, eps=1e-5):
+    """F.batch_norm over dim 1 of an (N, C, ...) input: y = (x - mean) / sqrt(var + eps) * weight
+    + bias, per channel. Training: mean and (biased) var over every dim but 1, and the running
+    stats move by `momentum` toward them (running_var with the unbiased var, as PyTorch);
+    evaluation: the running stats. One fused node (BatchNorm)."""
+    op = "batch_norm"
+    if not isinstance(input, Tensor) or input.ndim < 2:
+        raise ValueError(f"{op}: expected an (N, C, ...) tensor, got "
+                         f"{tuple(input.shape) if isinstance(input, Tensor) else input!r}")
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"{op}: expected a floating-point input, got {input.dtype}")
+    N, C = input.shape[0], input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and (not isinstance(t, Tensor) or t.numel() != C):
+            raise ValueError(f"{op}: {name} must have {C} elements (the input's channels), got "
+                             f"{tuple(t.shape) if isinstance(t, Tensor) else t!r}")
+    count = input.numel() // C if C else 0
+    x = packed(input)
+    if training:
+        if count <= 1:
+            raise ValueError(f"{op}: expected more than 1 value per channel when training, got "
+                             f"input of shape {tuple(input.shape)}")
+        mean = _dt.zeros_buffer(_dt.float64, C)
+        rstd = _dt.zeros_buffer(_dt.float64, C)
+        KL.BN_STATS[x.dtype.typecode](x._data, mean, rstd, N, C, count // N, float(eps))
+        m = 0.1 if momentum is None else momentum
+        if running_mean is not None:
+            new = [(1 - m) * r + m * v for r, v in zip(running_mean.tolist(), mean)]
+            running_mean.copy_(_tensor(new, running_mean))
+        if running_var is not None:
+            # the unbiased variance, recovered from rstd = 1 / sqrt(var + eps) in float64
+            var = [(1.0 / (r * r) - eps) * count / (count - 1) for r in rstd]
+            new = [(1 - m) * r + m * v for r, v in zip(running_var.tolist(), var)]
+            running_var.copy_(_tensor(new, running_var))
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError(f"{op}: running_mean and running_var are needed when not training")
+        mean = array("d", running_mean.tolist())
+        rstd = array("d", [1.0 / math.sqrt(v + eps) for v in running_var.tolist()])
+    return BatchNorm.apply(input, weight, bias, mean, rstd, bool(training))
+
+
+def _tensor(values, like):
+    return _make(array(like.dtype.typecode, values), like.shape, like.dtype)

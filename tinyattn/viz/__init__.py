@@ -16,6 +16,12 @@ Training curves::
     viz.line_chart({"train": losses, "valid": [(step, loss), ...]}, x_label="step",
                    y_label="loss", log_y=True, path="loss.svg")
 
+An image with attention over its grid of CNN features (chapter 8)::
+
+    viz.image(img, overlay=weights, path="look.svg")        # img (3, H, W), weights (h, w)
+    viz.image_attention(img, [("soft", words, weights_per_word)], path="caption.svg")
+    viz.print_image(img, overlay=weights)                    # in a console
+
 In a console (colour on a terminal, ' .:-=+*#%@' otherwise or when NO_COLOR is set)::
 
     viz.print_heatmap(weights, x_labels="the cat sat", y_labels="le chat")
@@ -33,14 +39,15 @@ Every SVG function returns the SVG text and writes it to `path` when one is give
 a browser and hover over a cell or point to read its exact value.
 
 Files: svg.py (the SVG writer), colors.py (colour maps computed in OKLab), ticks.py (1-2-5 axis
-ticks), heatmap.py, chart.py, terminal.py, graph.py.
+ticks), heatmap.py, chart.py, image.py, terminal.py, graph.py.
 """
 from .chart import line_chart
 from .colors import get_colormap
 from .graph import dot_available, draw_graph, label, render_dot, retain_grads, save_dot
 from .heatmap import heatmap, heatmap_grid
+from .image import image, image_attention, print_image, terminal_image
 from .terminal import print_heatmap, terminal_heatmap
 
 __all__ = ["heatmap", "heatmap_grid", "line_chart", "print_heatmap", "terminal_heatmap",
            "draw_graph", "retain_grads", "label", "save_dot", "render_dot", "dot_available",
-           "get_colormap"]
+           "get_colormap", "image", "image_attention", "print_image", "terminal_image"]
