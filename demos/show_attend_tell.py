@@ -511,7 +511,7 @@ def main(argv=None):
         curves[mode] = history
         print(f"{mode}: held-out exact captions {exact:.1%}"
               + (f", localisation {loc:.1%}" if loc is not None else "")
-              + f"; by objects: " + ", ".join(f"{k}: {v:.1%}" for k, v in counts.items())
+              + "; by objects: " + ", ".join(f"{k}: {v:.1%}" for k, v in counts.items())
               + f"; trained in {seconds:.0f} s")
 
     if "soft" in models or "hard" in models:
