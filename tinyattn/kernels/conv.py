@@ -146,7 +146,6 @@ def im2col(x, cols, N, C, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW, NS, RS):
 def col2im(cols, x, N, C, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW, NS, RS):
     """x (N, C, H, W, zeroed by the caller) += the columns; same result as `col2im_reference`."""
     X, COLS = as_array(x), as_array(cols)
-    L = OH * OW
     for n in range(N):
         for c in range(C):
             plane = X[(n * C + c) * H * W:(n * C + c + 1) * H * W]
