@@ -227,3 +227,16 @@ def test_pad_and_one_hot_errors_and_one_hot_values():
         F.one_hot(ta.tensor([5]), 3)
     with pytest.raises(ValueError, match="one_hot: class values must be non-negative"):
         F.one_hot(ta.tensor([-1]))
+
+
+def test_t_transposes_matrices_and_leaves_vectors():
+    # torch.t / Tensor.t: 2-D transposed (a view), 0-D and 1-D unchanged, more dims an error
+    m = ta.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    assert m.t().tolist() == [[1.0, 4.0], [2.0, 5.0], [3.0, 6.0]]
+    assert ta.t(m).shape == (3, 2)
+    (m.t() * ta.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])).sum().backward()
+    assert m.grad.tolist() == [[1.0, 3.0, 5.0], [2.0, 4.0, 6.0]]
+    assert ta.tensor([1.0, 2.0]).t().tolist() == [1.0, 2.0]
+    assert ta.tensor(3.0).t().item() == 3.0
+    with pytest.raises(ValueError, match=r"t: expects a tensor with <= 2 dimensions, got a 3-d"):
+        ta.zeros(2, 2, 2).t()

@@ -20,7 +20,7 @@ from .ops.elementwise import (abs, add, clamp, clip, cos, div, eq, exp, floor_di
                               square, sub, tanh, where)
 from .ops.indexing import gather, index_select, tril, triu, flip
 from .ops.layout import (cat, chunk, clone, expand, flatten, narrow, permute, reshape, split,
-                         squeeze, stack, transpose, unbind, unsqueeze)
+                         squeeze, stack, t, transpose, unbind, unsqueeze)
 from .ops.matmul import bmm, matmul, mm
 from .ops.reduce import (all, amax, amin, any, argmax, argmin, logsumexp, max, mean, min,  # noqa: A004
                          norm, prod, std, sum, var)

@@ -352,6 +352,7 @@ class Tensor:
     def flatten(self, start_dim=0, end_dim=-1): return _lay.flatten(self, start_dim, end_dim)
     def unflatten(self, dim, sizes): return _lay.unflatten(self, dim, sizes)
     def transpose(self, dim0, dim1): return _lay.transpose(self, dim0, dim1)
+    def t(self): return _lay.t(self)
     def permute(self, *dims): return _lay.permute(self, *dims)
     def unsqueeze(self, dim): return _lay.unsqueeze(self, dim)
     def squeeze(self, dim=None): return _lay.squeeze(self, dim)

@@ -189,6 +189,14 @@ def transpose(x, dim0, dim1):
     return Permute.apply(x, tuple(dims))
 
 
+def t(x):
+    """torch.t: a 2-D tensor transposed; 0-D and 1-D tensors are returned as they are."""
+    if x.ndim > 2:
+        raise ValueError(f"t: expects a tensor with <= 2 dimensions, got a {x.ndim}-d tensor of "
+                         f"shape {tuple(x.shape)} (use transpose(dim0, dim1) or mT)")
+    return transpose(x, 0, 1) if x.ndim == 2 else x
+
+
 class Expand(Function):
     """x broadcast to a larger shape as a stride-0 view;  dx = g summed over the broadcast dims."""
 
