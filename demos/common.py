@@ -133,6 +133,36 @@ def save_checkpoint(out, model, **extra):
     return path
 
 
+def snapshot_steps(total, n=12):
+    """The training steps (0 = before the first) at which a demo saves its attention for the
+    explorer's scrubber: n + 1 of them, evenly spread over `total` steps."""
+    return sorted({round(total * k / n) for k in range(n + 1)})
+
+
+def alignment(model, src, tgt_in, lengths=None):
+    """A Seq2Seq model's attention (T, S) on one teacher-forced example (batch of 1): the same
+    shape at every point of training, as the explorer's scrubber needs."""
+    import tinyattn as ta
+    was_training = model.training
+    model.eval()
+    with ta.no_grad():
+        _, weights = model(src, tgt_in, lengths, return_attention=True)
+    model.train(was_training)
+    return weights[0]
+
+
+def write_explorer(out, source, tokens=None, *, title, snapshots=None, **kw):
+    """OUT/explorer.html (open it in a browser; no network needed) and OUT/explorer.json (the
+    data, for tinyattn.viz.explorer.from_run)."""
+    from tinyattn import viz
+    path = Path(out) / "explorer.html"
+    ex = viz.explorer(source, tokens, path, title=title, snapshots=snapshots, **kw)
+    ex.save(Path(out) / "explorer.json")
+    print(f"attention explorer: {path} ({path.stat().st_size / 1e6:.2f} MB; "
+          f"{len(ex.doc['snapshots'])} training snapshots)", flush=True)
+    return ex
+
+
 def summary(text):
     """The final line the README quotes, set apart from the progress output."""
     print("\n" + "=" * len(text) + "\n" + text + "\n" + "=" * len(text), flush=True)

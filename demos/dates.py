@@ -215,6 +215,24 @@ def main(argv=None):
     scheduler = optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min(1.0, (s + 1) / 100) * max(0.05, 1.0 - s / total))
 
+    # the explorer: three held-out dates in different formats, teacher-forced, at 13 points
+    shown = ["dow_month_d_y", "the_nth_of_month_y", "dd.mm.yy", "m/d/yyyy", "d_mon_yy"]
+    first = {}
+    for i, (_, _, fmt) in enumerate(test):
+        first.setdefault(FORMATS[fmt][0], i)
+    explored = {}
+    for name in [n for n in shown if n in first][:3]:
+        text, iso, _ = test[first[name]]
+        src, lengths, tgt = tensors([test[first[name]]])
+        explored[f"{text} -> {iso}"] = (src, tgt[:, :-1], lengths, list(text),
+                                        list(iso) + ["</s>"])
+
+    def alignments():
+        return {k: {"weights": common.alignment(model, *v[:3]), "queries": v[4], "keys": v[3]}
+                for k, v in explored.items()}
+
+    snap_at, snaps, step = set(common.snapshot_steps(total)), viz.Snapshots(), 0
+    snaps.add(0, alignments())
     start = time.perf_counter()
     losses, train_exact = [], []
     for epoch in range(1, epochs + 1):
@@ -223,6 +241,9 @@ def main(argv=None):
             for batch in batches(data, batch_size, rng):
                 loss, exact = train_step(model, optimizer, batch, clip)
                 scheduler.step()
+                step += 1
+                if step in snap_at:
+                    snaps.add(step, alignments())
                 bar.update(len(batch), loss=loss, exact=exact)
         means = bar.means()
         losses.append(means["loss"])
@@ -246,10 +267,6 @@ def main(argv=None):
         print(f"    wrong: {text!r:34} -> {got} (should be {iso})")
 
     # alignment pictures: one example from each of a few formats, chosen to look different
-    shown = ["dow_month_d_y", "the_nth_of_month_y", "dd.mm.yy", "m/d/yyyy", "d_mon_yy"]
-    first = {}
-    for i, (_, _, fmt) in enumerate(test):
-        first.setdefault(FORMATS[fmt][0], i)
     printed = False
     for name in shown:
         if name not in first or results[first[name]][1].attention is None:
@@ -269,6 +286,8 @@ def main(argv=None):
     viz.line_chart({"training loss": list(enumerate(losses, 1))}, title="dates: training loss",
                    x_label="epoch", y_label="cross-entropy per character", log_y=True,
                    path=out / "loss.svg")
+    common.write_explorer(out, alignments(), snapshots=snaps,
+                          title="dates: Bahdanau attention (rows: the character being written)")
     common.save_checkpoint(out, model, epochs=epochs)
     metrics = {"exact": exact, "train_exact": train_exact[-1], "final_loss": losses[-1],
                "seconds": seconds, "train_seconds": train_seconds, "test_dates": len(test),

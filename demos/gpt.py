@@ -136,7 +136,8 @@ class CausalSelfAttention(nn.Module):
         self.c_attn = nn.Linear(cfg.n_embd, 3 * cfg.n_embd)   # q, k, v for all heads at once
         self.c_proj = nn.Linear(cfg.n_embd, cfg.n_embd)
         self.resid_dropout = nn.Dropout(cfg.dropout)
-        self.weights = None       # set by forward when record_weights is on (for the picture)
+        self.weights = None       # set by forward when record_weights is on (for the pictures)
+        self.scores = None        # q.k/sqrt(hs) before the mask, likewise (for the explorer)
         self.record_weights = False
 
     def forward(self, x, cache=None, layer=0):
@@ -158,6 +159,7 @@ class CausalSelfAttention(nn.Module):
                                            else 0.0, return_weights=self.record_weights, **args)
         if self.record_weights:
             y, self.weights = y                                   # weights (B, H, T, past + T)
+            self.scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // H))
         y = y.transpose(1, 2).reshape(B, T, C)                    # (B, T, C): heads side by side
         return self.resid_dropout(self.c_proj(y))
 
@@ -340,8 +342,9 @@ def evaluate(model, batches):
     return sum(losses) / len(losses)
 
 
-def train(cfg, seed, train_ids, val_ids, vocab, log=print):
-    """Train a GPT; returns (model, history) with history = [(step, train_loss, val_loss)]."""
+def train(cfg, seed, train_ids, val_ids, vocab, log=print, on_eval=None):
+    """Train a GPT; returns (model, history) with history = [(step, train_loss, val_loss)].
+    on_eval(step, model) is called at every evaluation (and at step 0)."""
     ta.manual_seed(seed)
     model = GPT(cfg, vocab)
     gen = ta.Generator(seed)
@@ -350,6 +353,8 @@ def train(cfg, seed, train_ids, val_ids, vocab, log=print):
     opt, sched = make_optimizer(model, cfg)
     history = [(0, evaluate(model, val_batches), evaluate(model, val_batches))]
     step = 0
+    if on_eval is not None:
+        on_eval(0, model)
     while step < cfg.steps:
         chunk = min(cfg.eval_every, cfg.steps - step)
         with common.Progress(chunk * cfg.batch_size * cfg.block_size,
@@ -367,6 +372,8 @@ def train(cfg, seed, train_ids, val_ids, vocab, log=print):
         train_loss = bar.means()["loss"]
         history.append((step, train_loss, evaluate(model, val_batches)))
         log(f"  step {step}: train loss {train_loss:.4f}, validation loss {history[-1][2]:.4f}")
+        if on_eval is not None:
+            on_eval(step, model)
     return model, history
 
 
@@ -381,6 +388,29 @@ def generation_speed(model, prompt, n, seed):
     return times[0], times[1], outs[0] == outs[1], outs[0]
 
 
+def record_attention(model, ids):
+    """Every layer's attention on the characters `ids`, for the explorer: {"weights": (layers,
+    heads, T, T), "scores": q.k/sqrt(hs) likewise, "mask": (T, T) True above the diagonal}."""
+    attns = [block.attn for block in model.transformer.h]
+    was_training = model.training
+    model.eval()
+    for a in attns:
+        a.record_weights = True
+    with ta.no_grad():
+        x = ta.tensor([ids], dtype=ta.int64)
+        model(x, x)
+    for a in attns:
+        a.record_weights = False
+    model.train(was_training)
+    T = len(ids)
+    return {"weights": [a.weights[0] for a in attns], "scores": [a.scores[0] for a in attns],
+            "mask": ta.ones(T, T, dtype=ta.bool).triu(1)}
+
+
+def char_labels(codec, ids):
+    return [repr(c)[1:-1] or " " for c in codec.decode(ids)]
+
+
 def attention_picture(model, codec, text, path):
     """The last layer's attention weights, one panel per head, on a line of text."""
     ids = codec.encode(text)[:model.cfg.block_size]
@@ -391,7 +421,7 @@ def attention_picture(model, codec, text, path):
         model(ta.tensor([ids], dtype=ta.int64), ta.tensor([ids], dtype=ta.int64))
     attn.record_weights = False
     w = attn.weights[0]                                             # (H, T, T)
-    labels = [repr(c)[1:-1] or " " for c in codec.decode(ids)]
+    labels = char_labels(codec, ids)
     grid = [[w[h].tolist() for h in range(w.shape[0])]]
     return viz.heatmap_grid(grid, col_titles=[f"head {h}" for h in range(w.shape[0])],
                             x_labels=labels, y_labels=labels,
@@ -426,8 +456,11 @@ def main(argv=None):
     before = codec.decode(generate(untrained, prompt, 120, generator=ta.Generator(args.seed)))
     print(f"sample before training:\n{before}\n")
 
+    line = val_ids[:cfg.block_size]                # the explorer's text: validation characters
+    snaps = viz.Snapshots()
     t_train = time.perf_counter()
-    model, history = train(cfg, args.seed, train_ids, val_ids, vocab)
+    model, history = train(cfg, args.seed, train_ids, val_ids, vocab, on_eval=lambda step, m:
+                           snaps.add(step, {"causal self-attention": record_attention(m, line)}))
     train_seconds = time.perf_counter() - t_train
 
     t_cache, t_full, same, tokens = generation_speed(model, prompt, cfg.sample_chars, args.seed)
@@ -441,8 +474,10 @@ def main(argv=None):
                     "validation": [(h[0], h[2]) for h in history]},
                    title="GPT on pydoc_data.topics: cross-entropy per character",
                    x_label="step", y_label="loss (nats)", path=out / "loss.svg")
-    line = val_ids[:cfg.block_size]
     attention_picture(model, codec, codec.decode(line), out / "attention.svg")
+    common.write_explorer(out, {"causal self-attention": record_attention(model, line)},
+                          char_labels(codec, line), snapshots=snaps,
+                          title="GPT on pydoc_data.topics: a line of validation text")
     (out / "samples.txt").write_text(f"before training:\n{before}\n\nafter training:\n{after}\n")
     common.save_checkpoint(out, model)
     seconds = time.perf_counter() - t_start

@@ -81,8 +81,9 @@ def train_step(model, optimizer, batch, clip):
     return loss.item(), hits / real.sum().item()
 
 
-def train(kind, data, epochs, batch_size, lr, seed):
-    """Train one model on `data` (the same examples for every kind); returns (model, losses)."""
+def train(kind, data, epochs, batch_size, lr, seed, on_step=None):
+    """Train one model on `data` (the same examples for every kind); returns (model, losses).
+    on_step(model, step) runs before the first step and after every step."""
     ta.manual_seed(seed)  # all three start from the same encoder weights
     model = nn.Seq2Seq(VOCAB, VOCAB, embed_size=32, hidden_size=64, attention=kind)
     optimizer = optim.Adam(model.parameters(), lr=lr)
@@ -93,12 +94,17 @@ def train(kind, data, epochs, batch_size, lr, seed):
     warmup = min(50, total // 10 + 1)
     scheduler = optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min(1.0, (s + 1) / warmup) * max(0.05, 1.0 - s / total))
-    losses = []
+    losses, step = [], 0
+    if on_step is not None:
+        on_step(model, 0)
     for epoch in range(1, epochs + 1):
         with common.Progress(len(data), f"{kind:8} epoch {epoch}/{epochs}") as bar:
             for batch in batches(data, batch_size, rng):
                 loss, acc = train_step(model, optimizer, batch, clip=1.0)
                 scheduler.step()
+                step += 1
+                if on_step is not None:
+                    on_step(model, step)
                 bar.update(len(batch), loss=loss, acc=acc)
         losses.append(bar.means()["loss"])
     return model, losses
@@ -143,12 +149,31 @@ def main(argv=None):
     print(f"{n_train} training sequences x {epochs} epochs per model; {len(test)} test sequences "
           f"({per_length} per length)")
 
+    # the explorer: a 30-letter test sequence, teacher-forced, at 13 points of each training
+    ex_src = next(s for s, _ in test if len(s) == min(30, MAX_LEN))
+    ex = pad_sequences([ex_src])
+    ex_tgt, _ = pad_sequences([ex_src[::-1]], bos_idx=1, eos_idx=2)
+    ex_in = (ex[0], ex_tgt[:, :-1], ex[1])
+    snaps = viz.Snapshots()
+    snap_at = set(common.snapshot_steps(epochs * len(batches(data, args.batch_size,
+                                                             random.Random(0)))))
+
+    def explored(kind, model):
+        return {f"{kind.capitalize()} attention": {
+            "weights": common.alignment(model, *ex_in), "keys": list(text(ex_src)),
+            "queries": list(text(ex_src[::-1])) + ["</s>"]}}
+
+    def snapshot(kind):
+        if kind == "none":
+            return None
+        return lambda model, step: step in snap_at and snaps.add(step, explored(kind, model))
+
     start = time.perf_counter()
     models, losses, results, seconds = {}, {}, {}, {}
     for kind in KINDS:
         t0 = time.perf_counter()
         models[kind], losses[kind] = train(kind, data, epochs, args.batch_size, args.lr,
-                                           args.seed)
+                                           args.seed, snapshot(kind))
         results[kind] = evaluate(models[kind], test)
         seconds[kind] = time.perf_counter() - t0
         acc = sum(r[1] for r in results[kind]) / len(test)
@@ -199,6 +224,9 @@ def main(argv=None):
         print()
         viz.print_heatmap(hyp.attention, x_labels=src, y_labels=text(hyp.tokens),
                           title=f"Bahdanau attention: {src} -> {text(hyp.tokens)}")
+    common.write_explorer(out, {**explored("bahdanau", models["bahdanau"]),
+                                **explored("luong", models["luong"])}, snapshots=snaps,
+                          title=f"reversing {len(ex_src)} letters: Bahdanau and Luong attention")
     common.save_checkpoint(out, models["bahdanau"],
                            **{f"{k}_model": models[k].state_dict() for k in ("none", "luong")})
     common.write_metrics(out, **metrics)

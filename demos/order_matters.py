@@ -208,14 +208,17 @@ def accuracy(model, data, index, batch_size=256):
     return correct / len(data)
 
 
-def train(name, model, train_data, index, epochs, batch_size, lr, seed):
+def train(name, model, train_data, index, epochs, batch_size, lr, seed, on_step=None):
     """Adam on the cross-entropy, the learning rate annealed to 0 along a cosine, one progress
-    bar per epoch; returns the mean loss of each epoch."""
+    bar per epoch; returns the mean loss of each epoch. on_step(step) runs before the first
+    step and after every step."""
     order = random.Random(seed)
     opt = ta.optim.Adam(model.parameters(), lr=lr)
     steps = epochs * math.ceil(len(train_data) / batch_size)
     schedule = ta.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
-    losses = []
+    losses, step = [], 0
+    if on_step is not None:
+        on_step(0)
     for epoch in range(1, epochs + 1):
         data = list(train_data)
         order.shuffle(data)
@@ -228,6 +231,9 @@ def train(name, model, train_data, index, epochs, batch_size, lr, seed):
                 loss.backward()
                 opt.step()
                 schedule.step()
+                step += 1
+                if on_step is not None:
+                    on_step(step)
                 acc = (logits.argmax(-1) == labels).float().mean().item()
                 bar.update(len(labels), loss=loss.item(), acc=acc)
         losses.append(bar.means()["loss"])
@@ -349,13 +355,31 @@ def main(argv=None):
     }
     keys = {"bag of words": "bag_of_words", "attention without positions": "no_positions",
             "attention with positions": "positions"}
+    # the shortest held-out pair with a plain "not": the clearest picture, and the explorer's
+    k = min(range(0, len(test_data), 2),
+            key=lambda i: (("not" not in test_data[i][0]), len(test_data[i][0]), i))
+    pair = test_data[k:k + 2]
+
+    def explored(name):
+        was_training = models[name].training
+        models[name].eval()
+        maps = attention_maps(models[name], pair, index)
+        models[name].train(was_training)
+        return {f"({'b' if 'without' in name else 'c'}) {name}: {' '.join(words)}":
+                {"weights": m, "queries": words, "keys": words}
+                for (words, _), m in zip(pair, maps)}
+
+    steps = epochs * math.ceil(len(train_data) / 32)
+    snap_at, snaps = set(common.snapshot_steps(steps)), viz.Snapshots()
     curves, metrics = {}, {}
     for letter, (name, model) in zip("abc", models.items()):
         n_params = sum(p.numel() for p in model.parameters())
         print(f"\n({letter}) {name}, {n_params:,} parameters")
         t0 = time.perf_counter()
+        on_step = None if letter == "a" else (
+            lambda step, name=name: step in snap_at and snaps.add(step, explored(name)))
         curves[name] = train(f"({letter})", model, train_data, index, epochs, 32, 5e-3,
-                             args.seed)
+                             args.seed, on_step)
         key = keys[name]
         model.eval()
         metrics[f"{key}_test_acc"] = accuracy(model, test_data, index)
@@ -374,10 +398,10 @@ def main(argv=None):
                         random.Random(args.seed))
     print(f"and those of (c) by up to {gap_c:.1f}")
 
-    # the shortest held-out pair with a plain "not": the clearest picture
-    k = min(range(0, len(test_data), 2),
-            key=lambda i: (("not" not in test_data[i][0]), len(test_data[i][0]), i))
-    map_gap_b, map_gap_c = show_attention(models, test_data[k:k + 2], index, out)
+    map_gap_b, map_gap_c = show_attention(models, pair, index, out)
+    common.write_explorer(out, {**explored("attention with positions"),
+                                **explored("attention without positions")}, snapshots=snaps,
+                          title="order matters: self-attention on a held-out pair")
     viz.line_chart({name: list(enumerate(c, 1)) for name, c in curves.items()},
                    title="order matters: training loss", x_label="epoch",
                    y_label="cross-entropy (log scale)", log_y=True, path=out / "loss.svg")

@@ -376,8 +376,9 @@ def evaluate(model, images, tokens, objects, batch=250):
     return exact, (loc_hits / loc_total if loc_total else None), counts, generated, attention
 
 
-def train(mode, data, test, args, out):
-    """Train one model; returns (model, history, seconds)."""
+def train(mode, data, test, args, out, on_eval=None):
+    """Train one model; returns (model, history, seconds). on_eval(model, step) runs before
+    the first step and at every evaluation."""
     images, tokens, _ = data
     ta.manual_seed(args.seed)
     random.seed(args.seed)
@@ -393,6 +394,8 @@ def train(mode, data, test, args, out):
     state, history, losses, pos = {}, [], [], len(order)
     start = time.perf_counter()
     every = max(1, total // args.evals)
+    if on_eval is not None:
+        on_eval(model, 0)
     bar = common.Progress(every * args.batch, f"{mode} 1/{args.evals}")
     for step in range(total):
         if pos + args.batch > len(order):
@@ -416,6 +419,8 @@ def train(mode, data, test, args, out):
             n = min(200, test[0].shape[0])
             ex, loc, _, _, _ = evaluate(model, test[0][:n], test[1][:n], test[2][:n])
             history.append((step + 1, ex, loc))
+            if on_eval is not None:
+                on_eval(model, step + 1)
             print(f"    step {step + 1}: held-out exact {ex:.1%}"
                   + (f", localisation {loc:.1%}" if loc is not None else ""), flush=True)
             k = len(history) + 1
@@ -453,6 +458,25 @@ def draw_examples(models, test, out, n=3):
         viz.image_attention(img, rows, title=f"scene {k + 1}: \u201c{truth}\u201d", path=path)
         paths.append(path)
     return paths
+
+
+def explored(model, test, n=2):
+    """The explorer's groups: the model's attention over each of n test scenes while it reads
+    the true caption (teacher-forced: the same words at every point of training)."""
+    images, tokens, _ = test
+    was_training = model.training
+    model.eval()
+    with ta.no_grad():
+        _, alpha, _, _ = model(images[:n], tokens[:n])              # (n, T, 64)
+    model.train(was_training)
+    groups = {}
+    for k in range(n):
+        ids = tokens[k, 1:].tolist()
+        words = [VOCAB[i] for i in ids[:ids.index(EOS) + 1]]
+        groups[f"scene {k + 1}: {model.mode}"] = {
+            "weights": alpha[k, :len(words)], "queries": words, "image": images[k],
+            "grid": (GRID, GRID)}
+    return groups
 
 
 def main(argv=None):
@@ -496,8 +520,11 @@ def main(argv=None):
     viz.print_image(test[0][0], title=" ".join(caption_words(test[2][0])))
 
     models, metrics, curves, curves_loss = {}, {}, {}, {}
+    snaps = viz.Snapshots()
     for mode in modes:
-        model, history, losses, seconds = train(mode, data, test, args, out)
+        on_eval = None if mode == "none" else (
+            lambda m, step: snaps.add(step, explored(m, test)))
+        model, history, losses, seconds = train(mode, data, test, args, out, on_eval)
         models[mode] = model
         curves_loss.setdefault("first", losses)
         exact, loc, counts, _, _ = evaluate(model, *test)
@@ -534,6 +561,15 @@ def main(argv=None):
             series[f"{mode}: localisation"] = [(s, l) for s, _, l in history]
     viz.line_chart(series, title="show_attend_tell: held-out accuracy during training",
                    x_label="step", y_label="fraction", path=out / "curves.svg")
+    if "soft" in models or "hard" in models:
+        final = {}
+        for k in range(2):   # soft and hard side by side, scene by scene
+            for mode in ("soft", "hard"):
+                if mode in models:
+                    final.update({n: g for n, g in explored(models[mode], test).items()
+                                  if n.startswith(f"scene {k + 1}:")})
+        common.write_explorer(out, final, snapshots=snaps,
+                              title="Show, Attend and Tell: where each word of the caption looked")
     ta.save({mode: model.state_dict() for mode, model in models.items()},
             out / "checkpoint.safetensors")
     metrics["seconds"] = time.perf_counter() - start

@@ -358,7 +358,7 @@ def parse_args(argv):
     return args, cfg
 
 
-def train_epoch(model, opt, sched, train, cfg, epoch, gen, losses, average):
+def train_epoch(model, opt, sched, train, cfg, epoch, gen, losses, average, on_step=None):
     model.train()
     order = ta.randperm(len(train), generator=gen).tolist()
     with common.Progress(len(train), f"epoch {epoch}/{cfg.epochs}") as bar:
@@ -373,6 +373,8 @@ def train_epoch(model, opt, sched, train, cfg, epoch, gen, losses, average):
             opt.step()
             sched.step()
             losses.append(loss.item())
+            if on_step is not None:
+                on_step(len(losses))
             if average is not None and len(losses) % cfg.average_every == 0:
                 average.add()
             with ta.no_grad():
@@ -396,6 +398,20 @@ def main(argv=None):
           f"layers, d_model {cfg.d_model}, {cfg.nhead} heads ({n_params:,} parameters)",
           flush=True)
 
+    # a long test sequence with repeated digits shows counting and copying best; the explorer
+    # keeps its attention (teacher-forced) at a dozen points of training
+    example = max(test[:200], key=lambda s: (len(s), len(s) - len(set(s))))
+    ex_inputs = batch_tensors([example])
+    ex_inputs = (ex_inputs[0], ex_inputs[1], ex_inputs[3])             # src, tgt_in, lengths
+    ex_tokens = ([str(d) for d in example] + ["</s>"], ["<s>"] + [str(d) for d in sorted(example)])
+    steps = cfg.epochs * -(-len(train) // cfg.batch_size)
+    snap_at, snaps = set(common.snapshot_steps(steps)), viz.Snapshots()
+
+    def snapshot(step):
+        if step in snap_at:
+            snaps.add(step, model, inputs=ex_inputs)
+
+    snapshot(0)
     opt = optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     sched = optim.lr_scheduler.NoamLR(opt, cfg.d_model, cfg.warmup, cfg.lr_factor)
     start, cpu_start = time.perf_counter(), time.process_time()
@@ -404,7 +420,8 @@ def main(argv=None):
     for epoch in range(1, cfg.epochs + 1):
         if epoch == cfg.epochs:
             average = WeightAverage(model)
-        means = train_epoch(model, opt, sched, train, cfg, epoch, gen, losses, average)
+        means = train_epoch(model, opt, sched, train, cfg, epoch, gen, losses, average,
+                            snapshot)
         epoch_losses.append(means["loss"])
         model.eval()
         valid_exact = exact_match(model, valid, greedy_decode)
@@ -427,8 +444,6 @@ def main(argv=None):
           f"({t1 - t0:.1f} s), beam search ({cfg.beam_size} beams) {exact_beam:.2%} "
           f"({t2 - t1:.1f} s)")
 
-    # a long test sequence with repeated digits shows counting and copying best
-    example = max(test[:200], key=lambda s: (len(s), len(s) - len(set(s))))
     maps, xl, yl = draw_attention(model, example, out)
     scores = copy_attention(model, test[:100])
     last = len(model.transformer.decoder.layers) - 1
@@ -442,6 +457,8 @@ def main(argv=None):
     viz.line_chart({"training loss": list(enumerate(losses, 1))}, title="sorting: training loss",
                    x_label="step", y_label="cross-entropy (label smoothing 0.1)", log_y=True,
                    path=out / "loss.svg")
+    common.write_explorer(out, model, ex_tokens, inputs=ex_inputs, snapshots=snaps,
+                          title=f"transformer sorting {' '.join(ex_tokens[0][:-1])}")
     common.save_checkpoint(out, model, epochs=cfg.epochs)
     seconds = time.perf_counter() - start
     cpu_seconds = time.process_time() - cpu_start

@@ -1,5 +1,6 @@
 """Every demo's --quick run: it must train for real (the loss falls), write metrics.json with
-accuracies in [0, 1] and `seconds`, draw SVG pictures that parse as XML, and save a checkpoint."""
+accuracies in [0, 1] and `seconds`, draw SVG pictures that parse as XML, save a checkpoint, and
+(every demo with attention) write the attention explorer with training snapshots."""
 import collections
 import json
 import math
@@ -10,7 +11,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from tinyattn import viz
+
 DEMOS = pathlib.Path(__file__).resolve().parent.parent / "demos"
+NO_ATTENTION = {"two_moons"}   # an MLP on 2-d points: nothing for the attention explorer to show
 TRAINING_DEMOS = ["two_moons", "dates", "long_sequences", "order_matters", "transformer", "gpt",
                   "show_attend_tell"]
 
@@ -38,6 +42,13 @@ def test_quick_run_trains_and_writes_its_outputs(name, tmp_path, capsys):
     for svg in svgs:
         assert ET.parse(svg).getroot().tag.endswith("svg")
     assert (tmp_path / "checkpoint.safetensors").stat().st_size > 0
+    if name not in NO_ATTENTION:
+        # the attention explorer, with snapshots from before and during training
+        doc = json.loads((tmp_path / "explorer.json").read_text())
+        assert doc["groups"] and len(doc["snapshots"]) >= 3
+        assert doc["snapshots"][0]["step"] == 0
+        html = (tmp_path / "explorer.html").read_text()
+        assert html == viz.Explorer(doc).html()
     out = capsys.readouterr().out
     assert "====" in out  # the final summary line
 

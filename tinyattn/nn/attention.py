@@ -181,6 +181,7 @@ class MultiheadAttention(Module):
         self.out_proj = Linear(E, E, bias=bias, dtype=dtype)
         self.bias_k = self.bias_v = None
         self.add_zero_attn = False
+        self.recorded = None   # a dict here makes forward keep scores, mask, weights (viz.explorer)
         self._reset_parameters()
 
     def _reset_parameters(self):
@@ -304,6 +305,9 @@ class MultiheadAttention(Module):
         mask = self._combined_mask(attn_mask, key_padding_mask, B, L, S, q.dtype)
         dropout_p = self.dropout if self.training else 0.0
         out, weights = attend(q, k, v, mask, dropout_p, 1.0)       # (B, H, L, hs), (B, H, L, S)
+        if self.recorded is not None:  # tinyattn only: viz.explorer asked for the scores too
+            self.recorded.update(scores=(q @ k.transpose(-2, -1)).detach(), mask=mask,
+                                 weights=weights.detach())        # scale already in q
         out = self.out_proj(self._merge_heads(out))                  # (L, B, E) or (B, L, E)
         if not batched:
             out = out.squeeze(0 if self.batch_first else 1)          # (L, E)

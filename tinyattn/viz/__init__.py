@@ -26,6 +26,11 @@ In a console (colour on a terminal, ' .:-=+*#%@' otherwise or when NO_COLOR is s
 
     viz.print_heatmap(weights, x_labels="the cat sat", y_labels="le chat")
 
+The attention explorer: one self-contained HTML page (no network) with a layers x heads grid, a
+head view to hover and pin, scores and masks, and a slider over training snapshots::
+
+    viz.explorer(model, tokens, "explorer.html", inputs=(src,))     # or {name: weights}
+
 The graph behind a value, micrograd style::
 
     a, b = tinyattn.tensor(2.0, requires_grad=True), tinyattn.tensor(-3.0, requires_grad=True)
@@ -45,9 +50,11 @@ from .chart import line_chart
 from .colors import get_colormap
 from .graph import dot_available, draw_graph, label, render_dot, retain_grads, save_dot
 from .heatmap import heatmap, heatmap_grid
+from .explorer import Explorer, Snapshots, explorer
 from .image import image, image_attention, print_image, terminal_image
 from .terminal import print_heatmap, terminal_heatmap
 
 __all__ = ["heatmap", "heatmap_grid", "line_chart", "print_heatmap", "terminal_heatmap",
            "draw_graph", "retain_grads", "label", "save_dot", "render_dot", "dot_available",
-           "get_colormap", "image", "image_attention", "print_image", "terminal_image"]
+           "get_colormap", "image", "image_attention", "print_image", "terminal_image", "explorer",
+           "Explorer", "Snapshots"]
