@@ -456,11 +456,12 @@ def main(argv=None):
     before = codec.decode(generate(untrained, prompt, 120, generator=ta.Generator(args.seed)))
     print(f"sample before training:\n{before}\n")
 
-    line = val_ids[:cfg.block_size]                # the explorer's text: validation characters
+    line = val_ids[:cfg.block_size]
+    seen = line[:96]           # the explorer's text: 96 validation characters (a few lines)
     snaps = viz.Snapshots()
     t_train = time.perf_counter()
     model, history = train(cfg, args.seed, train_ids, val_ids, vocab, on_eval=lambda step, m:
-                           snaps.add(step, {"causal self-attention": record_attention(m, line)}))
+                           snaps.add(step, {"causal self-attention": record_attention(m, seen)}))
     train_seconds = time.perf_counter() - t_train
 
     t_cache, t_full, same, tokens = generation_speed(model, prompt, cfg.sample_chars, args.seed)
@@ -475,8 +476,8 @@ def main(argv=None):
                    title="GPT on pydoc_data.topics: cross-entropy per character",
                    x_label="step", y_label="loss (nats)", path=out / "loss.svg")
     attention_picture(model, codec, codec.decode(line), out / "attention.svg")
-    common.write_explorer(out, {"causal self-attention": record_attention(model, line)},
-                          char_labels(codec, line), snapshots=snaps,
+    common.write_explorer(out, {"causal self-attention": record_attention(model, seen)},
+                          char_labels(codec, seen), snapshots=snaps,
                           title="GPT on pydoc_data.topics: a line of validation text")
     (out / "samples.txt").write_text(f"before training:\n{before}\n\nafter training:\n{after}\n")
     common.save_checkpoint(out, model)

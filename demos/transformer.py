@@ -403,7 +403,13 @@ def main(argv=None):
     example = max(test[:200], key=lambda s: (len(s), len(s) - len(set(s))))
     ex_inputs = batch_tensors([example])
     ex_inputs = (ex_inputs[0], ex_inputs[1], ex_inputs[3])             # src, tgt_in, lengths
-    ex_tokens = ([str(d) for d in example] + ["</s>"], ["<s>"] + [str(d) for d in sorted(example)])
+    # labels: the source digits; decoder queries by the digit they write, decoder keys by input
+    ex_src = [str(d) for d in example] + ["</s>"]
+    ex_in, ex_out = ["<s>"] + [str(d) for d in sorted(example)], [str(d) for d in sorted(example)]
+    ex_out = [f"\u2192{t}" for t in ex_out + ["</s>"]]
+    ex_tokens = {"transformer encoder self-attention": ex_src,
+                 "transformer decoder self-attention": (ex_out, ex_in),
+                 "transformer decoder cross-attention": (ex_out, ex_src)}
     steps = cfg.epochs * -(-len(train) // cfg.batch_size)
     snap_at, snaps = set(common.snapshot_steps(steps)), viz.Snapshots()
 
@@ -458,7 +464,8 @@ def main(argv=None):
                    x_label="step", y_label="cross-entropy (label smoothing 0.1)", log_y=True,
                    path=out / "loss.svg")
     common.write_explorer(out, model, ex_tokens, inputs=ex_inputs, snapshots=snaps,
-                          title=f"transformer sorting {' '.join(ex_tokens[0][:-1])}")
+                          title=f"transformer sorting {' '.join(ex_src[:-1])} (\u2192d: the "
+                          f"query writing d)")
     common.save_checkpoint(out, model, epochs=cfg.epochs)
     seconds = time.perf_counter() - start
     cpu_seconds = time.process_time() - cpu_start

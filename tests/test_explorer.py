@@ -329,3 +329,13 @@ def test_in_the_browser_an_image_group_veils_where_the_word_did_not_look(browser
     assert browser.run("return document.querySelector('#readout p').textContent").startswith(
         "key 3")
     assert browser.console_errors() == [] and browser.run("return window.__errors") == []
+
+
+def test_tokens_per_group():
+    w = {"enc": [[0.5, 0.5], [0.5, 0.5]], "cross": [[1.0, 0.0]]}
+    ex = viz.explorer(w, {"enc": "a b", "cross": (["->x"], ["a", "b"])})
+    (enc, cross) = ex.doc["groups"]
+    assert (enc["queries"], enc["keys"]) == (["a", "b"], ["a", "b"])
+    assert (cross["queries"], cross["keys"]) == (["->x"], ["a", "b"])
+    with pytest.raises(ValueError, match="no entry for the group 'cross'"):
+        viz.explorer(w, {"enc": "a b"})

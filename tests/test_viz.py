@@ -567,3 +567,71 @@ def test_render_dot_without_graphviz_says_so(monkeypatch):
     assert not viz.dot_available()
     with pytest.raises(RuntimeError, match="Graphviz"):
         viz.render_dot("digraph { a }")
+
+
+# ------------------------------------------------------------- the graph as SVG, no Graphviz
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+def graph_boxes(svg):
+    root = ET.fromstring(svg)
+    boxes = {}
+    for r in root.iter(SVG_NS + "rect"):
+        if "data-node" in r.attrib:
+            x, y, w, h = (float(r.attrib[k]) for k in ("x", "y", "width", "height"))
+            boxes[r.attrib["data-node"]] = (x, y, w, h, r.find(SVG_NS + "title").text, r.attrib)
+    paths = [p for p in root.iter(SVG_NS + "path") if "data-from" in p.attrib]
+    return boxes, paths
+
+
+def test_graph_svg_draws_every_node_and_edge_left_to_right():
+    v = micrograd_example()                 # L = (a * b + c) * f: 7 tensors and 3 ops
+    v["L"].backward()
+    svg = viz.graph_svg(v["L"], names=v)
+    boxes, paths = graph_boxes(svg)
+    titles = sorted(b[4] for b in boxes.values())
+    assert len(boxes) == 10 and titles.count("Mul") == 2 and titles.count("Add") == 1
+    assert any(t.startswith("a | data 2 | grad 6") for t in titles)     # dL/da = b f = 6
+    assert any(t.startswith("L | data -8") for t in titles)
+    # 9 edges: a, b -> Mul -> e; e, c -> Add -> d; d, f -> Mul -> L
+    assert len(paths) == 9
+    ends = {(p.attrib["data-from"], p.attrib["data-to"]) for p in paths}
+    dot_edges = set(edges(viz.draw_graph(v["L"], names=v)))
+    assert ends == dot_edges, "the same graph as the DOT drawing"
+    for a, b in ends:        # inputs on the left, outputs on the right
+        assert boxes[a][0] + boxes[a][2] < boxes[b][0]
+    for a, ba in boxes.items():      # no two boxes overlap
+        for b, bb in boxes.items():
+            if a < b:
+                apart = (ba[0] + ba[2] <= bb[0] or bb[0] + bb[2] <= ba[0] or
+                         ba[1] + ba[3] <= bb[1] or bb[1] + bb[3] <= ba[1])
+                assert apart, (ba[4], bb[4])
+    root_box = [b for b in boxes.values() if b[4].startswith("L |")][0]
+    assert root_box[5]["stroke-width"] == "2.2"
+
+
+def test_graph_svg_routes_a_long_edge_around_the_boxes_and_handles_deep_graphs(tmp_path):
+    a = ta.tensor(2.0, requires_grad=True)
+    y = ((a * 3).exp().tanh() * 2 + a)       # a is used first and last: a long edge
+    svg = viz.graph_svg(y, path=tmp_path / "g.svg")
+    assert (tmp_path / "g.svg").read_text() == svg
+    boxes, paths = graph_boxes(svg)
+    long = [p for p in paths if len(re.findall("C", p.attrib["d"])) > 1]
+    assert long, "an edge across several columns goes through its own waypoints"
+    x = ta.tensor(1.0, requires_grad=True)
+    z = x
+    for _ in range(600):
+        z = z * 1.0
+    boxes, paths = graph_boxes(viz.graph_svg(z))
+    assert len(boxes) == 1201 and len(paths) == 1200
+    with pytest.raises(TypeError, match="graph_svg"):
+        viz.graph_svg([1.0])
+
+
+def test_pictures_are_strings_that_jupyter_shows_as_svg():
+    pic = viz.heatmap([[0.5, 0.5], [0.2, 0.8]])
+    assert isinstance(pic, str) and pic._repr_svg_() == str(pic) and pic.startswith("<svg")
+    a = ta.tensor(1.0, requires_grad=True)
+    assert viz.graph_svg(a * 2)._repr_svg_().startswith("<svg")
+    assert viz.line_chart({"x": [1.0, 2.0]})._repr_svg_().startswith("<svg")

@@ -37,6 +37,7 @@ The graph behind a value, micrograd style::
     L = (a * b + a).tanh()
     viz.retain_grads(L)                  # before backward: keep intermediate grads for the picture
     L.backward()
+    viz.graph_svg(L, names={"a": a, "b": b, "L": L}, path="graph.svg")   # drawn here, no Graphviz
     dot = viz.draw_graph(L, names={"a": a, "b": b, "L": L})   # DOT text; names=locals() works
     viz.save_dot(dot, "graph.dot")       # with Graphviz: viz.render_dot(dot, "graph.svg")
 
@@ -44,17 +45,19 @@ Every SVG function returns the SVG text and writes it to `path` when one is give
 a browser and hover over a cell or point to read its exact value.
 
 Files: svg.py (the SVG writer), colors.py (colour maps computed in OKLab), ticks.py (1-2-5 axis
-ticks), heatmap.py, chart.py, image.py, terminal.py, graph.py.
+ticks), heatmap.py, chart.py, image.py, terminal.py, graph.py (DOT), graph_svg.py (the graph's
+layered layout), explorer.py + explorer.js (the HTML attention explorer).
 """
 from .chart import line_chart
 from .colors import get_colormap
 from .graph import dot_available, draw_graph, label, render_dot, retain_grads, save_dot
+from .graph_svg import graph_svg
 from .heatmap import heatmap, heatmap_grid
 from .explorer import Explorer, Snapshots, explorer
 from .image import image, image_attention, print_image, terminal_image
 from .terminal import print_heatmap, terminal_heatmap
 
 __all__ = ["heatmap", "heatmap_grid", "line_chart", "print_heatmap", "terminal_heatmap",
-           "draw_graph", "retain_grads", "label", "save_dot", "render_dot", "dot_available",
+           "draw_graph", "graph_svg", "retain_grads", "label", "save_dot", "render_dot", "dot_available",
            "get_colormap", "image", "image_attention", "print_image", "terminal_image", "explorer",
            "Explorer", "Snapshots"]

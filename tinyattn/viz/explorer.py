@@ -20,7 +20,9 @@ Groups (what `source` may be, besides a Module):
     {name: {"weights": ..., "scores": ..., "mask": ..., "queries": [...], "keys": [...],
             "image": (3, H, W), "grid": (h, w)}}     scores like weights; mask (T, S) or
                       broadcastable to the weights, True / -inf = may not attend
-tokens: one list for queries and keys (self-attention), a pair (source, target), or per group
+tokens: one list for queries and keys (self-attention); a pair (source, target), which labels
+encoder groups with the source, decoder self-attention with the target and cross-attention with
+target queries and source keys; a dict {group name: list or (queries, keys)}; or per group
 ("queries" / "keys" in its dict).
 
 Storage (each block zlib-compressed, then base64): each weight is one byte, round(255 * sqrt(w)) (error under 0.004 near 1 and far smaller
@@ -160,6 +162,13 @@ def _tokens_for(name, tokens, T, S):
     """The (queries, keys) labels of a group from the `tokens` argument."""
     if tokens is None:
         return None, None
+    if isinstance(tokens, dict):                    # {group name: tokens or (queries, keys)}
+        if name not in tokens:
+            raise ValueError(f"explorer: tokens has no entry for the group {name!r} (it has "
+                             f"{sorted(tokens)})")
+        tokens = tokens[name]
+        if isinstance(tokens, tuple) and len(tokens) == 2:
+            return list(tokens[0]), list(tokens[1])
     if isinstance(tokens, str):
         tokens = tokens.split()
     if isinstance(tokens, tuple) and len(tokens) == 2 and not isinstance(tokens[0], str):

@@ -7,6 +7,7 @@
     L.backward()
     dot = draw_graph(L, names={"a": a, "b": b, "L": L})
     save_dot(dot, "graph.dot")        # then: dot -Tsvg graph.dot -o graph.svg, or render_dot(dot)
+    graph_svg(L, names=..., path="graph.svg")   # or the SVG drawn by tinyattn (graph_svg.py)
 
 The graph as autograd keeps it: `t.grad_fn` is the Function node that made t (None for a leaf), and
 `node.inputs` holds the arguments that node's forward received. Nodes point only backwards, to their

@@ -133,9 +133,16 @@ class Svg:
             f.write(str(self))
 
 
+class Picture(str):
+    """SVG text: a plain str (save it, print it, compare it) that Jupyter shows as the picture."""
+
+    def _repr_svg_(self):
+        return str(self)
+
+
 def write(text, path):
-    """Write `text` to `path` when a path is given; return the text either way."""
+    """Write `text` to `path` when a path is given; return it either way, as a Picture."""
     if path is not None:
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
-    return text
+    return Picture(text)
