@@ -178,11 +178,12 @@ def test_inplace_guards():
         w.add_(1)
     assert w.tolist() == [1.0, 1.0]
     h = w * 2
-    with pytest.raises(RuntimeError, match="part of the autograd graph"):
-        h.mul_(2)
+    h.mul_(2)          # a tensor inside the graph: recorded, as in PyTorch
     h2 = h
-    h2 += 1  # augmented assignment on a graph tensor falls back to out-of-place
-    assert h2.tolist() == [3.0, 3.0] and h.tolist() == [2.0, 2.0]
+    h2 += 1            # in place too: h and h2 are one tensor
+    assert h2.tolist() == [5.0, 5.0] and h.tolist() == [5.0, 5.0]
+    h.sum().backward()
+    assert w.grad.tolist() == [4.0, 4.0]    # d/dw ((w * 2) * 2 + 1)
 
 
 class _WrongSquare(Function):

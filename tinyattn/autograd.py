@@ -25,9 +25,17 @@ second `backward()` through the same nodes raises unless the first passed `retai
 (tinyattn raises on any second pass through a freed node, even one that saved nothing: simpler to
 reason about, and never silently wrong.)
 
+In-place changes and versions. A node is bound to its inputs' grad_fn when it is made
+(`_next`), as PyTorch's edges are: if `x` is later changed in place and so gets a new grad_fn,
+the ops that read the old `x` still send their gradients to the old one. Every buffer has a
+version, bumped by each in-place write (`bump_version`); a node remembers when it was made, and
+backward raises PyTorch's error when a tensor the node's backward reads was written since: the
+values it would use are no longer the ones the forward pass saw.
+
 Chapter 1 of the tour (docs/01-autograd.md) walks through this file.
 """
 import functools
+import weakref
 from array import array
 
 _grad_enabled = True
@@ -104,6 +112,42 @@ class _NoGraph:
 _NO_GRAPH = _NoGraph()
 _FREED = "freed"
 
+# In-place writes. _CLOCK counts them all; _WRITES: id(buffer) -> [clock of its last write, its
+# version (number of writes)], an entry made at a buffer's first write and dropped when the buffer
+# is freed (so a reused id starts again at 0). _REBOUND: id(buffer) -> clock of the last write
+# recorded in the graph (which gave the tensor a new grad_fn). A node keeps the clock when it was
+# made: a tensor it reads was changed since iff its buffer's last write is later.
+_CLOCK = 0
+_WRITES = {}
+_REBOUND = {}
+
+
+def version(t):
+    """How many times t's buffer has been changed in place (PyTorch's `t._version`)."""
+    w = _WRITES.get(id(t._data))
+    return w[1] if w is not None else 0
+
+
+def _forget(key):
+    _WRITES.pop(key, None)
+    _REBOUND.pop(key, None)
+
+
+def bump_version(t, rebound=False):
+    """t's elements were just changed in place (rebound: and t got a new grad_fn for it)."""
+    global _CLOCK
+    _CLOCK += 1
+    key = id(t._data)
+    w = _WRITES.get(key)
+    if w is None:
+        weakref.finalize(t._data, _forget, key)
+        _WRITES[key] = [_CLOCK, 1]
+    else:
+        w[0] = _CLOCK
+        w[1] += 1
+    if rebound:
+        _REBOUND[key] = _CLOCK
+
 
 class Function:
     """A primitive differentiable op; an instance is one node of the graph (PyTorch's `ctx`)."""
@@ -113,6 +157,11 @@ class Function:
     saved_tensors = ()
     needs_input_grad = ()
     _retained = None  # weak reference to the output, only when the user asked `retain_grad()`
+    _next = None      # the inputs' grad_fn when this node was made (None: read them from inputs)
+    _clock = 0        # _CLOCK when this node was made
+    # Does backward read the values of the Tensor inputs? Ops whose gradient does not depend on
+    # them (add, views, sums, ...) set False, so changing such an input in place is allowed.
+    reads_inputs = True
 
     @classmethod
     def apply(cls, *args):
@@ -130,6 +179,11 @@ class Function:
         ctx = cls.__new__(cls)
         ctx.inputs = args
         ctx.needs_input_grad = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
+        ctx._next = tuple([a.grad_fn if isinstance(a, Tensor) else None for a in args])
+        if _CLOCK:
+            ctx._clock = _CLOCK
+            if _REBOUND:
+                _check_views(args)
         out = cls.forward(ctx, *args)
         out._requires_grad = True
         out.grad_fn = ctx
@@ -163,8 +217,56 @@ class BinaryFunction(Function):
     @classmethod
     def apply(cls, a, b):
         if _grad_enabled and (a._requires_grad or b._requires_grad):
-            return cls._apply_recording((a, b))
+            ctx = cls.__new__(cls)
+            ctx.inputs = (a, b)
+            ctx.needs_input_grad = (a._requires_grad, b._requires_grad)
+            ctx._next = (a.grad_fn, b.grad_fn)
+            if _CLOCK:
+                ctx._clock = _CLOCK
+                if _REBOUND:
+                    _check_views((a, b))
+            out = cls.forward(ctx, a, b)
+            out._requires_grad = True
+            out.grad_fn = ctx
+            return out
         return cls.forward(_NO_GRAPH, a, b)
+
+
+def _check_views(args):
+    """A view taken before its base got a new history in place holds the new values but the old
+    history; PyTorch rebuilds its grad_fn, tinyattn asks for the view to be taken again."""
+    for a in args:
+        if isinstance(a, Tensor) and a._base is not None and a._requires_grad \
+                and _REBOUND.get(id(a._data), 0) > a._view_clock:
+            raise RuntimeError(
+                f"a view of shape {list(a.shape)} was taken before its base tensor was changed in "
+                f"place, and is used after: take the view again after the change (tinyattn does "
+                f"not rebuild a stale view's history as PyTorch does)")
+
+
+def next_functions(node):
+    """The grad_fn of each input of `node` as it was when the node was made (None for a leaf or
+    a non-tensor argument)."""
+    if node._next is not None:
+        return node._next
+    return tuple([t.grad_fn if isinstance(t, Tensor) else None for t in node.inputs])
+
+
+def _check_versions(node):
+    """Raise, as PyTorch does, when a tensor this node's backward reads was changed in place
+    after the node was made."""
+    for group in (node.inputs if node.reads_inputs else (), node.saved_tensors):
+        for t in group:
+            if not isinstance(t, Tensor):
+                continue
+            w = _WRITES.get(id(t._data))
+            if w is not None and w[0] > node._clock:
+                raise RuntimeError(
+                    f"backward: one of the variables needed for gradient computation has been "
+                    f"modified by an inplace operation: a {t.dtype.name} tensor of shape "
+                    f"{list(t.shape)} used by {node.name()} was changed after {node.name()} "
+                    f"read it (it is now at version {w[1]}). Compute it out of place (or "
+                    f"clone() it) before changing it")
 
 
 def _topological_order(root):
@@ -174,16 +276,14 @@ def _topological_order(root):
     been emitted; reversing that list puts consumers before producers, the order backward needs."""
     post = []
     seen = {root}
-    stack = [(root, iter(root.inputs))]
+    stack = [(root, iter(next_functions(root)))]
     while stack:
         node, it = stack[-1]
-        for t in it:
-            if isinstance(t, Tensor):
-                child = t.grad_fn
-                if child is not None and child not in seen:
-                    seen.add(child)
-                    stack.append((child, iter(child.inputs)))
-                    break
+        for child in it:
+            if child is not None and child not in seen:
+                seen.add(child)
+                stack.append((child, iter(next_functions(child))))
+                break
         else:
             stack.pop()
             post.append(node)
@@ -238,19 +338,21 @@ def backward(root, gradient=None, retain_graph=False):
                 out = node._retained()
                 if out is not None:
                     out.grad = g if out.grad is None else out.grad + g
+            if _CLOCK != node._clock:    # something was written in place since node was made
+                _check_versions(node)
             in_grads = node.backward(node, g)
             if not isinstance(in_grads, tuple):
                 in_grads = (in_grads,)
             if not retain_graph:
                 node.saved_tensors = _FREED
-            for inp, gi, need in zip(node.inputs, in_grads, node.needs_input_grad):
+            for inp, child, gi, need in zip(node.inputs, next_functions(node), in_grads,
+                                            node.needs_input_grad):
                 if not need or gi is None:
                     continue
                 if gi.shape != inp.shape or gi.dtype is not inp.dtype:
                     raise RuntimeError(
                         f"backward: {node.name()} returned a gradient of shape {tuple(gi.shape)} "
                         f"({gi.dtype}) for an input of shape {tuple(inp.shape)} ({inp.dtype})")
-                child = inp.grad_fn
                 if child is None:
                     _accumulate_leaf(inp, gi, g, owned, add_into)
                 else:

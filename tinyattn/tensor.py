@@ -34,8 +34,9 @@ def _strides_for(shape):
 
 
 class Tensor:
+    # _base: the tensor this one is a view of (None when it owns its elements' view)
     __slots__ = ("_data", "shape", "_strides", "_offset", "dtype", "_requires_grad", "grad",
-                 "grad_fn", "_packed", "__weakref__")
+                 "grad_fn", "_packed", "_base", "_view_clock", "__weakref__")
 
     def __init__(self, *args, **kwargs):
         raise TypeError("create tensors with tinyattn.tensor(data), tinyattn.zeros(shape), ...")
@@ -120,6 +121,11 @@ class Tensor:
     def backward(self, gradient=None, retain_graph=False):
         """Compute d(self)/d(leaf) for every leaf that requires grad, accumulating into `.grad`."""
         _ag.backward(self, gradient, retain_graph)
+
+    @property
+    def _version(self):
+        """How many in-place changes this tensor's elements have had (shared by its views)."""
+        return _ag.version(self)
 
     def detach(self):
         """The same data (shared buffer), cut from the graph."""
@@ -441,6 +447,7 @@ def _make(data, shape, dtype, strides=None, offset=0, packed=None):
     t._requires_grad = False
     t.grad = None
     t.grad_fn = None
+    t._base = None
     if strides is None:
         t._strides = _strides_for(shape)
         t._offset = 0
@@ -470,6 +477,7 @@ def _empty(shape, dtype):
     t._requires_grad = False
     t.grad = None
     t.grad_fn = None
+    t._base = None
     t._strides = strides
     t._offset = 0
     t._packed = True

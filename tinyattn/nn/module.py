@@ -28,6 +28,7 @@ class Parameter(Tensor):
         p._strides, p._offset, p._packed = src._strides, src._offset, src._packed
         p.grad = None
         p.grad_fn = None
+        p._base = None
         p._requires_grad = False
         if requires_grad:
             p.requires_grad_(True)

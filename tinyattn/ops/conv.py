@@ -96,6 +96,8 @@ class Unfold(Function):
     """(N, C, H, W) -> (N, C*KH*KW, OH*OW) columns, or (C*KH*KW, N*OH*OW) with side_by_side:
     every patch as a column; gradient = fold."""
 
+    reads_inputs = False  # backward reads only what forward saved, or nothing
+
     @staticmethod
     def forward(ctx, x, geo, side_by_side=False):
         N, C = x.shape[0], x.shape[1]
@@ -116,6 +118,8 @@ class Unfold(Function):
 
 class Fold(Function):
     """(N, C*KH*KW, OH*OW) -> (N, C, H, W): columns summed back into pixels; gradient = unfold."""
+
+    reads_inputs = False  # backward reads only what forward saved, or nothing
 
     @staticmethod
     def forward(ctx, cols, geo, C):
@@ -349,6 +353,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 class AvgPool2d(Function):
     """out = mean over each window (divisor: see avg_pool2d); gradient g / divisor per window."""
 
+    reads_inputs = False  # backward reads only what forward saved, or nothing
+
     @staticmethod
     def forward(ctx, x, geo, count_include_pad, divisor):
         N, C = x.shape[0], x.shape[1]
@@ -387,6 +393,8 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # n
 
 class AdaptiveAvgPool2d(Function):
     """out[oh, ow] = mean over rows [floor(oh*H/OH), ceil((oh+1)*H/OH)) x the same for columns."""
+
+    reads_inputs = False  # backward reads only what forward saved, or nothing
 
     @staticmethod
     def forward(ctx, x, OH, OW):

@@ -39,6 +39,8 @@ class Unary(Function):
 
     dx = g * f'(x); f and f' sit side by side in kernels/elementwise.py (_unary_value/_derivative)."""
 
+    reads_inputs = False  # backward reads only what forward saved, or nothing
+
     @staticmethod
     def forward(ctx, x, op, p1, p2):
         out = _empty(x.shape, x.dtype)
@@ -197,6 +199,8 @@ _BINARY_NAMES = {KE.ADD: "add", KE.SUB: "sub", KE.MUL: "mul", KE.DIV: "div", KE.
 class Add(BinaryFunction):
     """out = a + b;  da = g,  db = g  (each summed back to its input's shape)."""
 
+    reads_inputs = False  # backward reads only what forward saved, or nothing
+
     @staticmethod
     def forward(ctx, a, b):
         return _binary_forward(KE.ADD, a, b)
@@ -212,6 +216,8 @@ class Add(BinaryFunction):
 class Sub(BinaryFunction):
     """out = a - b;  da = g,  db = -g."""
 
+    reads_inputs = False  # backward reads only what forward saved, or nothing
+
     @staticmethod
     def forward(ctx, a, b):
         return _binary_forward(KE.SUB, a, b)
@@ -225,6 +231,8 @@ class Sub(BinaryFunction):
 
 class Mul(BinaryFunction):
     """out = a * b;  da = g * b,  db = g * a."""
+
+    reads_inputs = False  # backward reads only what forward saved, or nothing
 
     @staticmethod
     def forward(ctx, a, b):
@@ -241,6 +249,8 @@ class Mul(BinaryFunction):
 
 class Div(BinaryFunction):
     """out = a / b;  da = g / b,  db = -g * a / b^2 = -g * out / b."""
+
+    reads_inputs = False  # backward reads only what forward saved, or nothing
 
     @staticmethod
     def forward(ctx, a, b):
@@ -262,6 +272,8 @@ class Div(BinaryFunction):
 class Pow(BinaryFunction):
     """out = a ** b;  da = g * b * a^(b-1),  db = g * out * log(a)  (0 where a <= 0)."""
 
+    reads_inputs = False  # backward reads only what forward saved, or nothing
+
     @staticmethod
     def forward(ctx, a, b):
         out = _binary_forward(KE.POW2, a, b)
@@ -282,6 +294,8 @@ class Pow(BinaryFunction):
 
 class Maximum(BinaryFunction):
     """out = max(a, b);  the gradient goes to the larger input (split in half on ties, as PyTorch)."""
+
+    reads_inputs = False  # backward reads only what forward saved, or nothing
 
     op = KE.MAXIMUM
 
@@ -311,6 +325,8 @@ class ScalarOp(Function):
 
     add/sub: dx = +-g;  mul: dx = g c;  x / c: dx = g / c;  c / x: dx = -g out / x;
     c ** x: dx = g out log(c)."""
+
+    reads_inputs = False  # backward reads only what forward saved, or nothing
 
     @staticmethod
     def forward(ctx, x, op, c, reverse):

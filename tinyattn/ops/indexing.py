@@ -28,13 +28,13 @@ from array import array
 
 from .. import _shapes
 from .. import dtypes as _dt
-from ..autograd import Function, is_grad_enabled, no_grad
+from ..autograd import Function, bump_version, no_grad
 from ..creation import full, tensor
 from ..kernels import index as KI
 from ..tensor import Tensor, _empty, _make
 from ._launch import check_tensor, copy, copy_into, packed, tensor_from_scalar
 from .elementwise import eq, ge, le, where
-from .inplace import check_inplace
+from .inplace import recorded
 from .layout import Slice, expand, permute, reshape, to_dtype, view
 from .reduce import sum_to
 
@@ -319,6 +319,8 @@ class CopySlices(Function):
     elements were overwritten),  dvalue = g[index] summed over value's broadcast dims.
     (PyTorch's CopySlices.) Only the region's positions are needed, never the values."""
 
+    reads_inputs = False
+
     @staticmethod
     def backward(ctx, g):
         old, value = ctx.inputs
@@ -337,9 +339,11 @@ def _record_copy_slices(x, index, value):
     """After x[index] = value was written: make x's grad_fn a CopySlices node."""
     old = _make(x._data, x.shape, x.dtype, x._strides, x._offset, x._packed)
     old.grad_fn, old._requires_grad = x.grad_fn, x._requires_grad
+    value_grad = isinstance(value, Tensor) and value._requires_grad
     node = CopySlices.__new__(CopySlices)
     node.inputs = (old, value)
-    node.needs_input_grad = (x._requires_grad, True)
+    node.needs_input_grad = (x._requires_grad, value_grad)
+    node._next = (x.grad_fn, value.grad_fn if value_grad else None)
     node.index = index
     x.grad_fn, x._requires_grad = node, True
 
@@ -347,17 +351,16 @@ def _record_copy_slices(x, index, value):
 def setitem(x, index, value):
     """x[index] = value (a number or a tensor broadcast to the indexed shape), in place.
 
-    Autograd, as in PyTorch: when value requires grad, x joins the graph (its grad_fn becomes a
-    CopySlices node), so filling a buffer in a loop (`out[:, t] = h_t`) passes each h_t its
-    gradient; x may be written again the same way. Unlike PyTorch there are no version counters:
-    writing into a tensor after another op saved it for backward is not detected, so do not."""
-    recorded = (is_grad_enabled() and isinstance(value, Tensor) and value._requires_grad)
-    if recorded and x._requires_grad and isinstance(x.grad_fn, CopySlices):
-        pass  # x entered the graph through setitem: writing again is recorded the same way
-    else:
-        check_inplace(x, "setitem")
+    Autograd, as in PyTorch: the write is recorded when x is in the graph or value requires
+    grad (x's grad_fn becomes a CopySlices node), so filling a buffer in a loop
+    (`out[:, t] = h_t`) passes each h_t its gradient, and `scores[~mask] = -1e9` works on a
+    tensor inside the graph. x's buffer goes up one version: an op that saved x's values for
+    its backward then raises instead of using the new ones. A leaf that requires grad, or a view
+    of a tensor in the graph, cannot be written (ops/inplace.py)."""
+    record = recorded(x, "setitem", value)
     _write(x, index, value)
-    if recorded:
+    bump_version(x, record)
+    if record:
         _record_copy_slices(x, index, value)
 
 

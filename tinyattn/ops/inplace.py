@@ -1,38 +1,95 @@
 """In-place ops: x.zero_(), x.fill_(v), x.copy_(src), x.add_(y), x += y, ...
 
-The result is computed out of place (no graph) and written into x's own elements, through x's
-strides (a view's writes land in its base tensor). Autograd: an in-place change of a tensor that is
-part of a graph raises, because a value saved for backward could change under it (PyTorch tracks
-versions instead); `x += y` on such a tensor falls back to `x = x + y`. A leaf that requires grad
-may only be changed under `no_grad()` (parameter updates, initialisation). One exception, as in
-PyTorch: `x[index] = v` with v requiring grad records the write in the graph (CopySlices,
-ops/indexing.py), so buffers filled in a loop pass gradients back.
+The result is computed out of place and written into x's own elements, through x's strides (a
+view's writes land in its base tensor), and x's buffer goes up one version (autograd.py).
+
+Autograd, as in PyTorch. A leaf that requires grad may only be changed under `no_grad()`
+(parameter updates, initialisation). A tensor inside a graph may be changed in place: the op is
+recorded, x's grad_fn becomes the op's node, and that node's input is x *as it was* (a copy of
+its old values, carrying its old grad_fn), so `h.mul_(2)` differentiates like `h = h * 2` while
+every other reference to h sees the new values. Ops that read h before the change keep sending
+their gradients to h's old grad_fn. If one of them saved h's values for its backward, backward
+raises PyTorch's "modified by an inplace operation" error instead of using the new ones.
+Deliberate difference: an in-place change of a *view* of a tensor in the graph raises (PyTorch
+rewrites the base's history to match); `x[index] = v` (setitem, ops/indexing.py) is the way to
+write into part of such a tensor, and `view += y` falls back to `view = view + y` so that
+`x[idx] += y` still works.
 
 Chapter 1 of the tour (docs/01-autograd.md) explains why.
 """
 from .. import _shapes
 from .. import dtypes as _dt
-from ..autograd import is_grad_enabled, no_grad
+from ..autograd import bump_version, is_grad_enabled, no_grad
 from ..creation import rand, randn
 from ..kernels import elementwise as KE
 from ..tensor import Tensor, _make
 from ._launch import copy, copy_into
 from .elementwise import add, clamp, div, exp, masked_fill, mul, relu, sub
+from .layout import to_dtype
+
+
+def _needs_grad(args):
+    return any(isinstance(a, Tensor) and a._requires_grad for a in args)
+
+
+def recorded(t, op, *args):
+    """True when autograd must record an in-place `op` on t (with tensor arguments args);
+    raises where PyTorch does, and for views (see the module docstring)."""
+    if not is_grad_enabled():
+        return False
+    if t._requires_grad and t.grad_fn is None:
+        raise RuntimeError(f"{op}: a leaf tensor that requires grad cannot be changed in place "
+                           f"(do parameter updates inside `with tinyattn.no_grad():`)")
+    if not (t._requires_grad or _needs_grad(args)):
+        return False
+    base = t._base
+    if base is not None:
+        raise RuntimeError(f"{op}: changing a view of a tensor in the autograd graph in place is "
+                           f"not supported by tinyattn (PyTorch rewrites the base's history); "
+                           f"write into the base with x[index] = value, or use the out-of-place "
+                           f"{op.rstrip('_')}()")
+    return True
 
 
 def check_inplace(t, op):
-    if is_grad_enabled() and t._requires_grad:
-        if t.grad_fn is None:
-            raise RuntimeError(f"{op}: a leaf tensor that requires grad cannot be changed in place "
-                               f"(do parameter updates inside `with tinyattn.no_grad():`)")
-        raise RuntimeError(f"{op}: this tensor is part of the autograd graph; changing it in place "
-                           f"would corrupt values saved for backward. Use the out-of-place "
-                           f"{op.rstrip('_')}() instead")
+    """The checks of `recorded` for a change that is never recorded (an error where the
+    change would have to be)."""
+    if recorded(t, op):
+        raise RuntimeError(f"{op}: this tensor is part of the autograd graph and {op} cannot be "
+                           f"recorded; use an out-of-place op")
+
+
+def _record(t, compute, op):
+    """t <- compute(old) with the graph: old is t as it was (its values copied, its grad_fn)."""
+    old = copy(t)
+    old.grad_fn, old._requires_grad = t.grad_fn, t._requires_grad
+    result = compute(old)
+    if result.dtype is not t.dtype:
+        result = to_dtype(result, t.dtype)
+    _write(t, result, op, rebound=True)
+    t.grad_fn, t._requires_grad = result.grad_fn, result._requires_grad
+    return t
+
+
+def _cut(t, value, op):
+    """t <- value, a constant: t leaves the graph (its old values get no gradient)."""
+    _write(t, value, op)
+    t.grad_fn, t._requires_grad = None, False
+    return t
 
 
 def _assign(t, value, op):
+    """Write `value` into t in place: recorded when value needs grad, else a constant."""
+    if recorded(t, op, value):
+        if isinstance(value, Tensor) and value._requires_grad:
+            return _record(t, lambda old: value.expand(t.shape) if value.shape != t.shape
+                           else value.clone(), op)
+        return _cut(t, value, op)
+    return _write(t, value, op)
+
+
+def _write(t, value, op, rebound=False):
     """Write `value` (a Tensor broadcast to t.shape, or a number) into t's elements in place."""
-    check_inplace(t, op)
     if isinstance(value, Tensor):
         if _shapes.broadcast_shapes(op, t.shape, value.shape) != t.shape:
             raise ValueError(f"{op}: a value of shape {tuple(value.shape)} cannot be written into "
@@ -50,6 +107,7 @@ def _assign(t, value, op):
         else:
             for i, pos in enumerate(t._positions()):
                 t._data[pos] = v
+    bump_version(t, rebound)
     return t
 
 
@@ -66,11 +124,12 @@ def copy_(t, src):
 
 
 def _inplace(op_fn, name):
-    def method(t, other, *args, **kwargs):
-        check_inplace(t, name)
+    def method(t, *args, **kwargs):
+        if recorded(t, name, *args):
+            return _record(t, lambda old: op_fn(old, *args, **kwargs), name)
         with no_grad():
-            result = op_fn(t, other, *args, **kwargs)
-        return _assign(t, result, name)
+            result = op_fn(t, *args, **kwargs)
+        return _write(t, result, name)
     method.__name__ = name
     method.__doc__ = f"In-place {name.rstrip('_')}: the result is written into this tensor."
     return method
@@ -81,42 +140,32 @@ sub_ = _inplace(sub, "sub_")
 mul_ = _inplace(mul, "mul_")
 div_ = _inplace(div, "div_")
 masked_fill_ = _inplace(masked_fill, "masked_fill_")
+exp_ = _inplace(exp, "exp_")
+relu_ = _inplace(relu, "relu_")
+_clamp_ = _inplace(clamp, "clamp_")
 
 
 def clamp_(t, min=None, max=None):  # noqa: A002
-    check_inplace(t, "clamp_")
-    with no_grad():
-        return _assign(t, clamp(t, min, max), "clamp_")
-
-
-def exp_(t):
-    check_inplace(t, "exp_")
-    with no_grad():
-        return _assign(t, exp(t), "exp_")
-
-
-def relu_(t):
-    check_inplace(t, "relu_")
-    with no_grad():
-        return _assign(t, relu(t), "relu_")
+    return _clamp_(t, min, max)
 
 
 def uniform_(t, a=0.0, b=1.0, generator=None):
-    check_inplace(t, "uniform_")
     return _assign(t, rand(t.shape, dtype=t.dtype, low=a, high=b, generator=generator), "uniform_")
 
 
 def normal_(t, mean=0.0, std=1.0, generator=None):
-    check_inplace(t, "normal_")
     return _assign(t, randn(t.shape, dtype=t.dtype, mean=mean, std=std, generator=generator),
                    "normal_")
 
 
 def _augmented(op_fn, inplace_fn):
-    """`x += y`: in place when allowed; on a tensor inside the graph, out of place (x is rebound)."""
+    """`x += y`: in place, recorded as in PyTorch; on a view of a tensor in the graph, out of
+    place (x is rebound), so `x[idx] += y` works through setitem."""
     def method(t, other):
-        if is_grad_enabled() and t._requires_grad and t.grad_fn is not None:
-            return op_fn(t, other)
+        if t._base is not None and is_grad_enabled() and (
+                t._requires_grad or (isinstance(other, Tensor) and other._requires_grad)):
+            # on a copy: the write-back into the base (setitem) must not change what op saved
+            return op_fn(t.clone(), other)
         return inplace_fn(t, other)
     return method
 

@@ -18,6 +18,7 @@ import builtins
 
 from .. import _shapes
 from .. import dtypes as _dt
+from .. import autograd as _autograd
 from ..autograd import Function
 from ..tensor import _empty, _make, _strides_for
 from ._launch import check_tensor, copy, copy_into, shape_arg
@@ -71,12 +72,19 @@ def _infer_shape(op, shape, n):
     return tuple(shape)
 
 
+def _view(x, out):
+    """out shares x's elements: remember whose (in-place ops on views check it: ops/inplace.py)."""
+    out._base = x if x._base is None else x._base
+    out._view_clock = _autograd._CLOCK   # a later rebinding write to the base makes it stale
+    return out
+
+
 class View(Function):
     """The same elements in another shape, sharing the buffer;  dx = g reshaped back."""
 
     @staticmethod
     def forward(ctx, x, shape, strides):
-        return _make(x._data, shape, x.dtype, strides, x._offset)
+        return _view(x, _make(x._data, shape, x.dtype, strides, x._offset))
 
     @staticmethod
     def backward(ctx, g):
@@ -154,8 +162,8 @@ class Permute(Function):
 
     @staticmethod
     def forward(ctx, x, dims):
-        return _make(x._data, tuple(x.shape[d] for d in dims), x.dtype,
-                     tuple(x._strides[d] for d in dims), x._offset)
+        return _view(x, _make(x._data, tuple(x.shape[d] for d in dims), x.dtype,
+                              tuple(x._strides[d] for d in dims), x._offset))
 
     @staticmethod
     def backward(ctx, g):
@@ -202,8 +210,9 @@ class Expand(Function):
 
     @staticmethod
     def forward(ctx, x, shape):
-        return _make(x._data, shape, x.dtype,
-                     _shapes.broadcast_strides(x.shape, x._strides, shape), x._offset, False)
+        return _view(x, _make(x._data, shape, x.dtype,
+                              _shapes.broadcast_strides(x.shape, x._strides, shape), x._offset,
+                              False))
 
     @staticmethod
     def backward(ctx, g):
@@ -258,10 +267,12 @@ class Slice(Function):
     `recipe` holds, per input dim, an int (that index, dim dropped) or (start, step, length), and
     `new_axes` the output positions of None-inserted dims."""
 
+    reads_inputs = False  # the gradient needs x's shape and strides, not its values
+
     @staticmethod
     def forward(ctx, x, recipe, new_axes):
         shape, strides, offset = _apply_recipe(x.shape, x._strides, x._offset, recipe, new_axes)
-        return _make(x._data, shape, x.dtype, strides, offset)
+        return _view(x, _make(x._data, shape, x.dtype, strides, offset))
 
     @staticmethod
     def backward(ctx, g):
@@ -347,6 +358,8 @@ def select(x, dim, index):
 class Copy(Function):
     """A packed copy of x (contiguous(), clone());  dx = g."""
 
+    reads_inputs = False  # backward reads only what forward saved, or nothing
+
     @staticmethod
     def forward(ctx, x):
         return copy(x)
@@ -366,6 +379,8 @@ def clone(x):
 
 class ToDtype(Function):
     """x converted to another dtype;  dx = g converted back (floats only carry gradients)."""
+
+    reads_inputs = False  # backward reads only what forward saved, or nothing
 
     @staticmethod
     def forward(ctx, x, dtype):
@@ -395,6 +410,8 @@ def detach(x):
 
 class Cat(Function):
     """Tensors joined along dim;  each input's gradient is its slice of g."""
+
+    reads_inputs = False  # backward reads only what forward saved, or nothing
 
     @staticmethod
     def forward(ctx, dim, *tensors):

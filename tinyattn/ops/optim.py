@@ -11,6 +11,7 @@ Chapter 5 of the tour (docs/05-transformer.md) uses them.
 """
 from array import array
 
+from ..autograd import bump_version
 from ..kernels import optim as K
 
 _EMPTY = {"f": array("f"), "d": array("d")}  # the momentum / max-moment buffer when unused
@@ -40,6 +41,7 @@ def sgd_step_(p, grad, momentum_buffer, *, lr, momentum, dampening, weight_decay
     pb, gb, bb = _buffers(p, grad, momentum_buffer)
     K.sgd_step(pb, gb, bb, p.numel(), lr, momentum, dampening, weight_decay, nesterov, maximize,
                first_step)
+    bump_version(p)   # a graph that saved p's old values now refuses to backward (as in PyTorch)
 
 
 def adam_step_(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, lr, beta1, beta2, eps,
@@ -50,3 +52,4 @@ def adam_step_(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, lr, beta1, beta2
     pb, gb, m, v, vmax = _buffers(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq)
     K.adam_step(pb, gb, m, v, vmax, p.numel(), lr, beta1, beta2, eps, weight_decay,
                 decoupled_weight_decay, amsgrad, maximize, step_size, bias_correction2_sqrt)
+    bump_version(p)

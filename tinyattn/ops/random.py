@@ -73,6 +73,8 @@ class Dropout(Function):
     node: the random numbers are counter-based, so backward redraws m from the two keys instead
     of keeping an x-sized mask tensor (kernels/random.py: dropout_apply)."""
 
+    reads_inputs = False  # backward reads only what forward saved, or nothing
+
     @staticmethod
     def forward(ctx, x, p):
         k1, k2 = default_generator.next_keys()

@@ -107,6 +107,8 @@ def _sum(x, dims, keepdim):
 class Sum(Function):
     """out = sum of x over `dims`;  dx = g broadcast back over the summed dims (a stride-0 view)."""
 
+    reads_inputs = False  # backward reads only what forward saved, or nothing
+
     @staticmethod
     def forward(ctx, x, dims, keepdim):
         return _sum(x, dims, keepdim)

@@ -32,6 +32,8 @@ PARALLEL_MIN = 1 << 15
 class Softmax(Function):
     """y = softmax(x) along `dim`, or log_softmax when `log`; see the module docstring."""
 
+    reads_inputs = False  # backward reads only what forward saved, or nothing
+
     @staticmethod
     def forward(ctx, x, dim, log):
         x = packed(x)
