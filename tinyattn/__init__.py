@@ -7,6 +7,7 @@ nn/, optim/ -> demos/.
 from . import _malloc  # noqa: F401  (keeps freed tensor memory for reuse; see _malloc.py)
 from . import autograd  # first: tensor.py and ops/ build on it
 from .tensor import Tensor
+from ._devices import backends, cuda, device
 from .dtypes import bool, double, dtype, float, float32, float64, int64, long  # noqa: A004
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .random import Generator, get_rng_state, initial_seed, manual_seed, set_rng_state
@@ -24,8 +25,13 @@ from .ops.layout import (cat, chunk, clone, expand, flatten, narrow, permute, re
 from .ops.matmul import bmm, matmul, mm
 from .ops.reduce import (all, amax, amin, any, argmax, argmin, logsumexp, max, mean, min,  # noqa: A004
                          norm, prod, std, sum, var)
+from .ops.composite import dot, outer
+from .ops.einsum import einsum
+from .ops.random import multinomial
+from .ops.sort import argsort, cumsum, sort, topk
 from .ops.softmax import log_softmax, softmax
 from .serialization import load, save
 
 __version__ = "0.1.0"
-from . import kernels, nn, optim, testing  # noqa: E402
+from . import kernels, nn, optim, testing, utils  # noqa: E402
+from ._torch_names import as_torch  # noqa: E402

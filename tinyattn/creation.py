@@ -7,6 +7,7 @@ import math
 from array import array
 
 from . import _shapes
+from . import _devices as _device
 from . import dtypes as _dt
 from .ops import random as _random_ops
 from .tensor import Tensor, _make
@@ -76,10 +77,11 @@ def _buffer(dtype, values, op="tensor"):
     return array(dtype.typecode, values)
 
 
-def tensor(data, dtype=None, requires_grad=False):
+def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new tensor (a copy) from a number, nested lists/tuples of numbers, or a Tensor.
 
     dtype is inferred as in PyTorch: bools -> bool, ints -> int64, any float -> float32."""
+    _device.check(device, "tensor")
     if isinstance(data, Tensor):
         t = data.detach().clone() if dtype is None else data.detach().to(_dt.get(dtype)).clone()
         return _finish(t, requires_grad)
@@ -102,42 +104,51 @@ def _filled(op, size, value, dtype, requires_grad):
     return _finish(_make(buf, shape, dtype), requires_grad)
 
 
-def zeros(*size, dtype=None, requires_grad=False):
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    _device.check(device, "zeros")
     return _filled("zeros", size, 0.0, dtype or _dt.float32, requires_grad)
 
 
-def ones(*size, dtype=None, requires_grad=False):
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    _device.check(device, "ones")
     return _filled("ones", size, 1.0, dtype or _dt.float32, requires_grad)
 
 
-def empty(*size, dtype=None, requires_grad=False):
+def empty(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of the given size (zero-filled here; do not rely on the contents)."""
+    _device.check(device, "empty")
     return _filled("empty", size, 0.0, dtype or _dt.float32, requires_grad)
 
 
-def full(size, fill_value, dtype=None, requires_grad=False):
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    _device.check(device, "full")
     return _filled("full", (size,) if isinstance(size, int) else tuple(size), fill_value, dtype,
                    requires_grad)
 
 
-def zeros_like(t, dtype=None, requires_grad=False):
+def zeros_like(t, dtype=None, device=None, requires_grad=False):
+    _device.check(device, "zeros_like")
     return zeros(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
 
 
-def ones_like(t, dtype=None, requires_grad=False):
+def ones_like(t, dtype=None, device=None, requires_grad=False):
+    _device.check(device, "ones_like")
     return ones(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
 
 
-def empty_like(t, dtype=None, requires_grad=False):
+def empty_like(t, dtype=None, device=None, requires_grad=False):
+    _device.check(device, "empty_like")
     return zeros_like(t, dtype, requires_grad)
 
 
-def full_like(t, fill_value, dtype=None, requires_grad=False):
+def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
+    _device.check(device, "full_like")
     return full(t.shape, fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad)
 
 
-def arange(start, end=None, step=1, dtype=None, requires_grad=False):
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
     """Values start, start+step, ... below end (int64 for int arguments, float32 otherwise)."""
+    _device.check(device, "arange")
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -157,8 +168,9 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False):
     return _finish(_make(buf, (len(buf),), dtype), requires_grad)
 
 
-def linspace(start, end, steps, dtype=None, requires_grad=False):
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     """`steps` evenly spaced values from start to end inclusive."""
+    _device.check(device, "linspace")
     if steps < 0:
         raise ValueError(f"linspace: steps must be non-negative, got {steps}")
     dtype = _dt.get(dtype or _dt.float32)
@@ -170,7 +182,8 @@ def linspace(start, end, steps, dtype=None, requires_grad=False):
     return _finish(_make(array(dtype.typecode, vals), (steps,), dtype), requires_grad)
 
 
-def eye(n, m=None, dtype=None, requires_grad=False):
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    _device.check(device, "eye")
     m = n if m is None else m
     t = zeros(n, m, dtype=dtype)
     for i in range(builtins.min(n, m)):
@@ -189,28 +202,35 @@ def _random_float(op, size, dtype, generator):
     return _make(_dt.zeros_buffer(dtype, _shapes.numel(shape)), shape, dtype)
 
 
-def rand(*size, dtype=None, requires_grad=False, generator=None, low=0.0, high=1.0):
+def rand(*size, dtype=None, device=None, requires_grad=False, generator=None, low=0.0,
+         high=1.0):
     """Uniform samples in [low, high) (default [0, 1))."""
+    _device.check(device, "rand")
     t = _random_float("rand", size, dtype, generator)
     return _finish(_random_ops.uniform_fill(t, low, high, generator), requires_grad)
 
 
-def randn(*size, dtype=None, requires_grad=False, generator=None, mean=0.0, std=1.0):
+def randn(*size, dtype=None, device=None, requires_grad=False, generator=None, mean=0.0,
+          std=1.0):
     """Standard normal samples (mean 0, std 1)."""
+    _device.check(device, "randn")
     t = _random_float("randn", size, dtype, generator)
     return _finish(_random_ops.normal_fill(t, mean, std, generator), requires_grad)
 
 
-def rand_like(t, dtype=None, requires_grad=False, generator=None):
+def rand_like(t, dtype=None, device=None, requires_grad=False, generator=None):
+    _device.check(device, "rand_like")
     return rand(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, generator=generator)
 
 
-def randn_like(t, dtype=None, requires_grad=False, generator=None):
+def randn_like(t, dtype=None, device=None, requires_grad=False, generator=None):
+    _device.check(device, "randn_like")
     return randn(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, generator=generator)
 
 
-def randint(low=0, high=None, size=None, dtype=None, generator=None):
+def randint(low=0, high=None, size=None, dtype=None, generator=None, device=None):
     """Integers uniform on [low, high): randint(high, size) or randint(low, high, size)."""
+    _device.check(device, "randint")
     if size is None:
         if high is None or not isinstance(high, (tuple, list)):
             raise TypeError("randint: size must be given, e.g. randint(10, (3,)) or "
@@ -227,8 +247,9 @@ def randint(low=0, high=None, size=None, dtype=None, generator=None):
     return t if dtype is _dt.int64 else t.to(dtype)
 
 
-def randperm(n, dtype=None, generator=None):
+def randperm(n, dtype=None, generator=None, device=None):
     """A random permutation of 0..n-1."""
+    _device.check(device, "randperm")
     t = _make(_dt.zeros_buffer(_dt.int64, n), (n,), _dt.int64)
     _random_ops.randperm_fill(t, generator)
     return t if dtype is None else t.to(dtype)

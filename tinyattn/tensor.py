@@ -18,6 +18,7 @@ import weakref as _weakref
 
 from . import _shapes
 from . import autograd as _ag
+from . import _devices as _dev
 from . import dtypes as _dt
 
 
@@ -38,8 +39,25 @@ class Tensor:
     __slots__ = ("_data", "shape", "_strides", "_offset", "dtype", "_requires_grad", "grad",
                  "grad_fn", "_packed", "_base", "_view_clock", "__weakref__")
 
+    def __new__(cls, *args, **kwargs):
+        """PyTorch's legacy constructor: Tensor([1, 2]) copies data as float32, Tensor(2, 3) is
+        a (2, 3) float32 tensor of zeros (PyTorch leaves it uninitialised), Tensor() is empty.
+        New code should use tinyattn.tensor(data) and tinyattn.zeros(shape)."""
+        if kwargs:
+            raise TypeError(f"Tensor(): unexpected keyword arguments {sorted(kwargs)}; use "
+                            f"tinyattn.tensor(data, dtype=...)")
+        if len(args) == 1 and not isinstance(args[0], int):
+            t = _cr.tensor(args[0], dtype=_dt.float32)
+        elif all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+            t = _cr.zeros(*args) if args else _cr.zeros(0)
+        else:
+            raise TypeError(f"Tensor(): expected a sequence of numbers or sizes, got {args!r}")
+        if cls is not Tensor:
+            raise TypeError(f"{cls.__name__}(): subclass it through tinyattn.nn.Parameter")
+        return t
+
     def __init__(self, *args, **kwargs):
-        raise TypeError("create tensors with tinyattn.tensor(data), tinyattn.zeros(shape), ...")
+        pass
 
     # ------------------------------------------------------------------ metadata
     @property
@@ -206,6 +224,33 @@ class Tensor:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self.shape[0]))
 
+    def sort(self, dim=-1, descending=False, *, stable=False):
+        return _sort.sort(self, dim, descending, stable=stable)
+
+    def argsort(self, dim=-1, descending=False, stable=False):
+        return _sort.argsort(self, dim, descending, stable)
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002
+        return _sort.topk(self, k, dim, largest, sorted)
+
+    def cumsum(self, dim, dtype=None):
+        return _sort.cumsum(self, dim, dtype)
+
+    def nelement(self):
+        return self.numel()
+
+    def multinomial(self, num_samples, replacement=False, *, generator=None):
+        return _rops.multinomial(self, num_samples, replacement, generator=generator)
+
+    def __format__(self, spec):
+        """f"{loss:.4f}" formats a 0-d tensor's value, as in PyTorch; other tensors only with
+        an empty spec."""
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        if spec:
+            raise TypeError("unsupported format string passed to Tensor.__format__")
+        return str(self)
+
     def __repr__(self):
         from ._format import format_tensor  # here, not at the top: _format.py uses ops (cycle)
         return format_tensor(self)
@@ -214,19 +259,37 @@ class Tensor:
         raise TypeError("tinyattn tensors do not convert to NumPy implicitly; use .tolist()")
 
     # ------------------------------------------------------------------ dtype conversion
-    def to(self, *args, dtype=None, **kwargs):
-        """to(dtype) converts; to(other_tensor) takes other's dtype; to('cpu') / to(device)
-        returns self (tinyattn only has the CPU)."""
+    def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False,
+           memory_format=None):
+        """to(dtype), to(device), to(device, dtype), to(other_tensor) (its dtype and device):
+        converts when the dtype differs (copy=True: always a new tensor). Devices other than
+        the CPU raise (tinyattn/_devices.py)."""
         for a in args:
             if isinstance(a, Tensor):
                 dtype = a.dtype
-            elif isinstance(a, (_dt.dtype, str)) and not (isinstance(a, str)
-                                                          and a.startswith("cpu")):
+            elif _dev.is_device(a):
+                device = a
+            elif isinstance(a, (_dt.dtype, str)):
                 dtype = a
-        return self if dtype is None else _lay.to_dtype(self, _dt.get(dtype))
+            else:
+                raise TypeError(f"to: expected a dtype, a device or a tensor, got {a!r}")
+        _dev.check(device, "to")
+        if dtype is None or _dt.get(dtype) is self.dtype:
+            return self.clone() if copy else self
+        return _lay.to_dtype(self, _dt.get(dtype))
 
     def cpu(self):
         return self
+
+    def cuda(self, device=None, non_blocking=False):
+        _dev.check("cuda" if device is None else device, "cuda")
+
+    @property
+    def device(self):
+        return _dev.CPU
+
+    is_cuda = False
+    is_cpu = True
 
     def type(self, dtype):
         return self.to(dtype)
@@ -440,7 +503,7 @@ def _cpu_only(op, device):
 
 def _make(data, shape, dtype, strides=None, offset=0, packed=None):
     """Wrap a buffer as a tensor without copying (the one internal constructor)."""
-    t = Tensor.__new__(Tensor)
+    t = _new_tensor(Tensor)
     t._data = data
     t.shape = shape
     t.dtype = dtype
@@ -484,7 +547,7 @@ def _empty(shape, dtype):
     return t
 
 
-_new_tensor = Tensor.__new__
+_new_tensor = object.__new__   # a bare Tensor; Tensor.__new__ is the legacy constructor
 _ZERO_BUFFERS = _dt._ZERO  # dtype -> a 1-element zero buffer; `buf * n` makes n zeros (fastest way)
 
 
@@ -498,4 +561,6 @@ from .ops import inplace as _inp  # noqa: E402
 from .ops import layout as _lay  # noqa: E402
 from .ops import matmul as _mm  # noqa: E402
 from .ops import reduce as _red  # noqa: E402
+from .ops import random as _rops  # noqa: E402
 from .ops import softmax as _sm  # noqa: E402
+from .ops import sort as _sort  # noqa: E402

@@ -99,6 +99,33 @@ def randperm(out, n, k1, k2):
         out[j] = t
 
 
+@kernel
+def multinomial(w, rows, n, draws, replacement, out, k1, k2, left):
+    """out[r, s] = category i drawn with probability w[r, i] / sum_i w[r, i] (inverse of the
+    cumulative sum at a uniform u). Without replacement a drawn category's weight is set to 0 in
+    `left` (a scratch copy of the row) before the next draw. The caller checks that the weights
+    are finite, >= 0, and that enough of them are positive."""
+    for r in range(rows):
+        for i in range(n):
+            left[i] = w[r * n + i]
+        for s in range(draws):
+            total = 0.0
+            for i in range(n):
+                total += left[i]
+            u = _unit(r * draws + s, k1, k2) * total
+            pick = -1
+            acc = 0.0
+            for i in range(n):
+                acc += left[i]
+                if left[i] > 0.0:
+                    pick = i          # the last positive category so far (rounding guard)
+                    if u < acc:
+                        break
+            out[r * draws + s] = pick
+            if not replacement:
+                left[pick] = 0.0
+
+
 def hash32(x):
     """The same hash, callable from Python (the generator derives its keys with it)."""
     return _hash32(x & _M32)
@@ -107,5 +134,6 @@ def hash32(x):
 # The interface (kernels/tiers.py). One version: these loops are already the plain ones, so the
 # reference and fast tiers bind the same functions.
 _KERNELS = dict(uniform=uniform, normal=normal, randint=randint, bernoulli_scale=bernoulli_scale,
-                dropout_apply=dropout_apply, randperm=randperm, hash32=hash32)
+                dropout_apply=dropout_apply, randperm=randperm, multinomial=multinomial,
+                hash32=hash32)
 register(globals(), reference=_KERNELS, fast=_KERNELS)

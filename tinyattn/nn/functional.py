@@ -10,9 +10,13 @@ is defined in the ops/ file of its family (next to its kernels) and gathered her
     scaled_dot_product_attention, causal_mask, padding_mask    ops/attention.py (composed)
     conv1d, conv2d, unfold, fold, max_pool2d, avg_pool2d, adaptive_avg_pool2d      ops/conv.py
     batch_norm                 ops/norm.py
+    silu, leaky_relu, elu, softplus, mish, hardtanh, relu6, logsigmoid, l1_loss,
+    smooth_l1_loss, huber_loss, kl_div                   ops/composite.py (composed of other ops)
 """
 from ..ops.conv import (adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, fold,  # noqa: F401
                         max_pool2d, unfold)
+from ..ops.composite import (elu, hardtanh, huber_loss, kl_div, l1_loss,  # noqa: F401
+                             leaky_relu, logsigmoid, mish, relu6, silu, smooth_l1_loss, softplus)
 from ..ops.elementwise import gelu, relu, sigmoid, tanh  # noqa: F401
 from ..ops.indexing import embedding, one_hot, pad  # noqa: F401
 from ..ops.loss import (binary_cross_entropy_with_logits, cross_entropy, mse_loss,  # noqa: F401

@@ -8,6 +8,7 @@ between the two libraries by key.
 """
 from collections import OrderedDict, namedtuple
 
+from .. import _devices as _dev
 from .. import dtypes as _dt
 from ..autograd import no_grad
 from ..tensor import Tensor, _make
@@ -22,7 +23,7 @@ class Parameter(Tensor):
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter: expected a Tensor, got {type(data).__name__}")
-        p = Tensor.__new__(cls)
+        p = object.__new__(cls)
         src = data.contiguous()
         p._data, p.shape, p.dtype = src._data, src.shape, src.dtype
         p._strides, p._offset, p._packed = src._strides, src._offset, src._packed
@@ -233,11 +234,19 @@ class Module:
                 else:
                     p.grad = _make(_dt.zeros_buffer(p.grad.dtype, p.numel()), p.shape, p.dtype)
 
-    def to(self, *args, dtype=None, **kwargs):
-        """Convert floating-point parameters and buffers to `dtype`, in place (as PyTorch)."""
+    def to(self, *args, dtype=None, device=None, non_blocking=False):
+        """Convert floating-point parameters and buffers to `dtype`, in place (as PyTorch);
+        to(device) accepts the CPU and raises for any other device."""
         for a in args:
-            if isinstance(a, (_dt.dtype, str)) and not (isinstance(a, str) and a.startswith("cpu")):
+            if isinstance(a, Tensor):
+                dtype = a.dtype
+            elif _dev.is_device(a):
+                device = a
+            elif isinstance(a, (_dt.dtype, str)):
                 dtype = a
+            else:
+                raise TypeError(f"Module.to: expected a dtype, a device or a tensor, got {a!r}")
+        _dev.check(device, "Module.to")
         if dtype is None:
             return self
         dtype = _dt.get(dtype)
@@ -259,6 +268,9 @@ class Module:
 
     def cpu(self):
         return self
+
+    def cuda(self, device=None):
+        _dev.check("cuda" if device is None else device, "Module.cuda")
 
     # ------------------------------------------------------------------ state
     def state_dict(self, destination=None, prefix="", keep_vars=False):
@@ -446,3 +458,97 @@ class ModuleDict(Module):
 
     def items(self):
         return self._modules.items()
+
+
+class ParameterList(Module):
+    """A list of parameters, registered under "0", "1", ... (tensors are wrapped as Parameters)."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        for v in values or ():
+            self.append(v)
+
+    def _key(self, i):
+        n = len(self._parameters)
+        if not isinstance(i, int) or not -n <= i < n:
+            raise IndexError(f"ParameterList index {i} is out of range for length {n}")
+        return str(i % n)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return ParameterList(list(self._parameters.values())[i])
+        return self._parameters[self._key(i)]
+
+    def __setitem__(self, i, value):
+        self.register_parameter(self._key(i), _as_parameter(value))
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters.values())
+
+    def append(self, value):
+        self.register_parameter(str(len(self._parameters)), _as_parameter(value))
+        return self
+
+    def extend(self, values):
+        for v in values:
+            self.append(v)
+        return self
+
+    def extra_repr(self):
+        return "\n".join(f"({k}): Parameter containing: [{p.dtype} of size {tuple(p.shape)}]"
+                         for k, p in self._parameters.items())
+
+
+class ParameterDict(Module):
+    """A dict of named parameters (tensors are wrapped as Parameters), in insertion order."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        for k, v in (parameters.items() if hasattr(parameters, "items") else parameters or ()):
+            self[k] = v
+
+    def __getitem__(self, key):
+        return self._parameters[key]
+
+    def __setitem__(self, key, value):
+        self.register_parameter(key, _as_parameter(value))
+
+    def __delitem__(self, key):
+        del self._parameters[key]
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters)
+
+    def __contains__(self, key):
+        return key in self._parameters
+
+    def keys(self):
+        return self._parameters.keys()
+
+    def values(self):
+        return self._parameters.values()
+
+    def items(self):
+        return self._parameters.items()
+
+    def update(self, parameters):
+        for k, v in (parameters.items() if hasattr(parameters, "items") else parameters):
+            self[k] = v
+
+    def extra_repr(self):
+        return "\n".join(f"({k}): Parameter containing: [{p.dtype} of size {tuple(p.shape)}]"
+                         for k, p in self._parameters.items())
+
+
+def _as_parameter(value):
+    if isinstance(value, Parameter) or value is None:
+        return value
+    if isinstance(value, Tensor):
+        return Parameter(value)
+    raise TypeError(f"expected a Tensor or Parameter, got {type(value).__name__}")

@@ -15,7 +15,7 @@ from .. import dtypes as _dt
 from ..autograd import Function
 from ..kernels import random as KR
 from ..random import default_generator
-from ..tensor import _empty
+from ..tensor import Tensor, _empty
 from ._launch import packed
 
 
@@ -52,6 +52,45 @@ def bernoulli_scale_fill(t, p, generator=None):
     k1, k2 = (generator or default_generator).next_keys()
     KR.bernoulli_scale(t._data, t.numel(), k1, k2, float(p), 1.0 / (1.0 - p) if p < 1 else 0.0)
     return t
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):  # noqa: A002
+    """Indices drawn from the categories of each row of `input` (1-D (n,) or 2-D (B, n)
+    non-negative weights, not necessarily normalised) -> int64 (num_samples,) or
+    (B, num_samples). Without replacement a category is drawn at most once per row."""
+    if not isinstance(input, Tensor) or input.ndim not in (1, 2):
+        raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got "
+                           f"{getattr(input, 'shape', type(input).__name__)}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"multinomial: only supports floating-point dtypes for input, got "
+                           f"{input.dtype}")
+    if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
+        raise RuntimeError(f"multinomial: cannot sample {num_samples!r} (<= 0) samples")
+    rows, n = (1, input.shape[0]) if input.ndim == 1 else input.shape
+    if n == 0:
+        raise RuntimeError("multinomial: the number of categories cannot be 0")
+    if not replacement and num_samples > n:
+        raise RuntimeError(f"multinomial: cannot sample n_sample > prob_dist.size(-1) samples "
+                           f"without replacement ({num_samples} > {n})")
+    w = packed(input.detach()).to(_dt.float64)
+    values = w._data
+    for r in range(rows):
+        row = values[r * n:(r + 1) * n]
+        if any(not (v >= 0.0) or v == float("inf") for v in row):
+            raise RuntimeError("multinomial: probability tensor contains either inf, nan or "
+                               "element < 0")
+        positive = sum(1 for v in row if v > 0.0)
+        if positive == 0:
+            raise RuntimeError("multinomial: invalid multinomial distribution (sum of "
+                               "probabilities <= 0)")
+        if not replacement and positive < num_samples:
+            raise RuntimeError("multinomial: invalid multinomial distribution (with "
+                               "replacement=False, not enough non-negative category to sample)")
+    out = _empty((rows, num_samples), _dt.int64)
+    k1, k2 = (generator or default_generator).next_keys()
+    KR.multinomial(values, rows, n, num_samples, bool(replacement), out._data, k1, k2,
+                   array("d", bytes(8 * n)))
+    return out.view(num_samples) if input.ndim == 1 else out
 
 
 def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002

@@ -1,0 +1,2 @@
+"""torch.utils for tinyattn: `tinyattn.utils.data` (datasets, samplers and the DataLoader)."""
+from . import data  # noqa: F401

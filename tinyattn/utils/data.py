@@ -1,0 +1,296 @@
+"""Datasets and the DataLoader, with PyTorch's names and behaviour (torch.utils.data).
+
+    from tinyattn.utils.data import DataLoader, TensorDataset, random_split
+    ds = TensorDataset(x, y)                         # ds[i] = (x[i], y[i])
+    train, valid = random_split(ds, [0.9, 0.1], generator=tinyattn.Generator(0))
+    for xb, yb in DataLoader(train, batch_size=32, shuffle=True, drop_last=True):
+        ...
+
+A DataLoader draws indices from a sampler (in order, or a random permutation from tinyattn's
+generator, so `tinyattn.manual_seed(n)` makes the order repeatable), groups them into batches
+and builds each batch with `collate_fn` (default: `default_collate`, which stacks tensors and
+turns numbers into tensors, through tuples, lists and dicts). Deliberate difference: batches
+are made in the calling process; `num_workers`, `pin_memory` and the other worker options are
+accepted and change nothing (tinyattn's ops use the cores already).
+"""
+import bisect
+import math
+from collections.abc import Mapping, Sequence
+
+from .. import dtypes as _dt
+from ..creation import randperm, tensor
+from ..ops.layout import stack
+from ..tensor import Tensor
+
+
+class Dataset:
+    """A map-style dataset: __getitem__(index) and __len__."""
+
+    def __getitem__(self, index):
+        raise NotImplementedError(f"{type(self).__name__} must define __getitem__")
+
+    def __add__(self, other):
+        return ConcatDataset([self, other])
+
+
+class IterableDataset(Dataset):
+    """A dataset that is a stream: __iter__ yields samples (no indices, no shuffling)."""
+
+    def __iter__(self):
+        raise NotImplementedError(f"{type(self).__name__} must define __iter__")
+
+
+class TensorDataset(Dataset):
+    """Samples are (t[i] for t in tensors); all tensors have the same first dimension."""
+
+    def __init__(self, *tensors):
+        if not tensors:
+            raise ValueError("TensorDataset: give at least one tensor")
+        for t in tensors:
+            if not isinstance(t, Tensor) or t.ndim == 0:
+                raise ValueError("TensorDataset: every argument must be a tensor with a first "
+                                 "dimension")
+        sizes = [t.shape[0] for t in tensors]
+        if len(set(sizes)) != 1:
+            raise ValueError(f"TensorDataset: size mismatch between tensors: first dimensions "
+                             f"{sizes}")
+        self.tensors = tensors
+
+    def __getitem__(self, index):
+        return tuple(t[index] for t in self.tensors)
+
+    def __len__(self):
+        return self.tensors[0].shape[0]
+
+
+class Subset(Dataset):
+    """The samples of `dataset` at `indices`, in that order."""
+
+    def __init__(self, dataset, indices):
+        self.dataset, self.indices = dataset, list(indices)
+
+    def __getitem__(self, i):
+        if isinstance(i, list):
+            return self.dataset[[self.indices[j] for j in i]]
+        return self.dataset[self.indices[i]]
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class ConcatDataset(Dataset):
+    """Several datasets one after the other."""
+
+    def __init__(self, datasets):
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise ValueError("ConcatDataset: datasets should not be an empty iterable")
+        self.cumulative_sizes, total = [], 0
+        for d in self.datasets:
+            if isinstance(d, IterableDataset):
+                raise TypeError("ConcatDataset does not support IterableDataset")
+            total += len(d)
+            self.cumulative_sizes.append(total)
+
+    def __len__(self):
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, i):
+        if i < 0:
+            if -i > len(self):
+                raise IndexError(f"ConcatDataset: index {i} out of range for length {len(self)}")
+            i += len(self)
+        k = bisect.bisect_right(self.cumulative_sizes, i)
+        if k == len(self.datasets):
+            raise IndexError(f"ConcatDataset: index {i} out of range for length {len(self)}")
+        return self.datasets[k][i - (self.cumulative_sizes[k - 1] if k else 0)]
+
+
+def random_split(dataset, lengths, generator=None):
+    """Split into non-overlapping Subsets of the given lengths (ints adding up to len(dataset),
+    or fractions adding up to 1, the remainder handed out one by one as PyTorch does)."""
+    n = len(dataset)
+    lengths = list(lengths)
+    if lengths and all(0 <= f <= 1 for f in lengths) and math.isclose(sum(lengths), 1) \
+            and sum(lengths) != n:
+        counts = [int(math.floor(n * f)) for f in lengths]
+        for i in range(n - sum(counts)):
+            counts[i % len(counts)] += 1
+        lengths = counts
+    if sum(lengths) != n:
+        raise ValueError(f"random_split: the lengths {lengths} do not add up to the length of "
+                         f"the dataset ({n})")
+    order = randperm(n, generator=generator).tolist()
+    out, start = [], 0
+    for k in lengths:
+        out.append(Subset(dataset, order[start:start + k]))
+        start += k
+    return out
+
+
+# -------------------------------------------------------------------------------- samplers
+
+class Sampler:
+    def __init__(self, data_source=None):
+        pass
+
+
+class SequentialSampler(Sampler):
+    def __init__(self, data_source):
+        self.data_source = data_source
+
+    def __iter__(self):
+        return iter(range(len(self.data_source)))
+
+    def __len__(self):
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler):
+    """A fresh random permutation at every pass (or num_samples draws with replacement)."""
+
+    def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
+        self.data_source, self.replacement, self.generator = data_source, replacement, generator
+        self._num_samples = num_samples
+        if num_samples is not None and (not isinstance(num_samples, int) or num_samples <= 0):
+            raise ValueError(f"RandomSampler: num_samples should be a positive integer, got "
+                             f"{num_samples!r}")
+
+    @property
+    def num_samples(self):
+        return len(self.data_source) if self._num_samples is None else self._num_samples
+
+    def __iter__(self):
+        # lazily, in chunks: num_samples may be huge (minGPT asks for 1e10 draws and stops early)
+        n, left = len(self.data_source), self.num_samples
+        while left > 0:
+            if self.replacement:
+                from ..creation import randint
+                chunk = randint(0, n, (min(left, 1024),), generator=self.generator).tolist()
+            else:
+                chunk = randperm(n, generator=self.generator).tolist()[:left]
+            left -= len(chunk)
+            yield from chunk
+
+    def __len__(self):
+        return self.num_samples
+
+
+class BatchSampler(Sampler):
+    """Lists of batch_size indices from `sampler` (the last one shorter unless drop_last)."""
+
+    def __init__(self, sampler, batch_size, drop_last):
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+            raise ValueError(f"BatchSampler: batch_size should be a positive integer, got "
+                             f"{batch_size!r}")
+        self.sampler, self.batch_size, self.drop_last = sampler, batch_size, drop_last
+
+    def __iter__(self):
+        batch = []
+        for i in self.sampler:
+            batch.append(i)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+
+    def __len__(self):
+        n = len(self.sampler)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+
+# -------------------------------------------------------------------------------- collating
+
+def default_collate(batch):
+    """A list of samples -> one batch: tensors stacked (a new first dim); Python ints, floats and
+    bools -> int64 / float64 / bool tensors; strings kept as a list; tuples, lists and dicts
+    collated field by field (a namedtuple keeps its type)."""
+    elem = batch[0]
+    if isinstance(elem, Tensor):
+        return stack(list(batch), 0)
+    if isinstance(elem, bool):
+        return tensor(list(batch), dtype=_dt.bool)
+    if isinstance(elem, int):
+        return tensor(list(batch), dtype=_dt.int64)
+    if isinstance(elem, float):
+        return tensor(list(batch), dtype=_dt.float64)
+    if isinstance(elem, (str, bytes)):
+        return list(batch)
+    if isinstance(elem, Mapping):
+        return {k: default_collate([d[k] for d in batch]) for k in elem}
+    if isinstance(elem, tuple) and hasattr(elem, "_fields"):      # a namedtuple
+        return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
+    if isinstance(elem, Sequence):
+        if any(len(s) != len(elem) for s in batch):
+            raise RuntimeError("default_collate: each element in the list of a batch should be "
+                               "of equal size")
+        return [default_collate(list(s)) for s in zip(*batch)]
+    raise TypeError(f"default_collate: batch must contain tensors, numbers, strings, dicts or "
+                    f"lists; found {type(elem).__name__}")
+
+
+def default_convert(data):
+    return data
+
+
+class DataLoader:
+    """Batches of a dataset (see the module docstring). len() is the number of batches."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
+                 num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
+                 worker_init_fn=None, multiprocessing_context=None, generator=None, *,
+                 prefetch_factor=None, persistent_workers=False, pin_memory_device="",
+                 in_order=True):
+        if not isinstance(num_workers, int) or num_workers < 0:
+            raise ValueError(f"DataLoader: num_workers option should be non-negative, got "
+                             f"{num_workers!r}")
+        self.dataset, self.num_workers, self.generator = dataset, num_workers, generator
+        self.collate_fn = default_collate if collate_fn is None else collate_fn
+        self.drop_last, self.pin_memory, self.timeout = drop_last, pin_memory, timeout
+        self._iterable = isinstance(dataset, IterableDataset)
+        if self._iterable and (shuffle or sampler is not None or batch_sampler is not None):
+            raise ValueError("DataLoader with IterableDataset: expected unspecified shuffle, "
+                             "sampler and batch_sampler options")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("DataLoader: batch_sampler option is mutually exclusive with "
+                                 "batch_size, shuffle, sampler, and drop_last")
+            batch_size, drop_last = None, False
+        elif sampler is not None and shuffle:
+            raise ValueError("DataLoader: sampler option is mutually exclusive with shuffle")
+        if sampler is None and not self._iterable:
+            sampler = (RandomSampler(dataset, generator=generator) if shuffle
+                       else SequentialSampler(dataset))
+        if batch_size is not None and batch_sampler is None and not self._iterable:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        self.batch_size, self.sampler, self.batch_sampler = batch_size, sampler, batch_sampler
+
+    def __iter__(self):
+        if self._iterable:
+            return self._iter_stream()
+        if self.batch_sampler is None:                 # batch_size=None: samples one by one
+            return (self.collate_fn(self.dataset[i]) if self.collate_fn is not default_collate
+                    else self.dataset[i] for i in self.sampler)
+        return (self.collate_fn([self.dataset[i] for i in idx]) for idx in self.batch_sampler)
+
+    def _iter_stream(self):
+        if self.batch_size is None:
+            yield from self.dataset
+            return
+        batch = []
+        for sample in self.dataset:
+            batch.append(sample)
+            if len(batch) == self.batch_size:
+                yield self.collate_fn(batch)
+                batch = []
+        if batch and not self.drop_last:
+            yield self.collate_fn(batch)
+
+    def __len__(self):
+        if self._iterable:
+            n = len(self.dataset)
+            if self.batch_size is None:
+                return n
+            return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        return len(self.batch_sampler) if self.batch_sampler is not None else len(self.sampler)
