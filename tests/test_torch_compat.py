@@ -393,3 +393,65 @@ def test_parameter_list_and_dict():
     assert list(pd.state_dict()) == ["w", "b"] and "w" in pd and len(pd) == 2
     with pytest.raises(TypeError, match="Tensor or Parameter"):
         pl.append(3)
+
+
+# ---------------------------------------------- bitwise, rounding, div modes, prod, formats
+
+def test_bitwise_ops_on_integers_and_bools():
+    a, b = ta.tensor([6, 3, -8]), ta.tensor([3, 5, 7])
+    assert (a & b).tolist() == [2, 1, 0] and (a | b).tolist() == [7, 7, -1]
+    assert (a ^ b).tolist() == [5, 6, -1] and (~a).tolist() == [-7, -4, 7]
+    assert (a & 1).tolist() == [0, 1, 0] and (1 | a).dtype is ta.int64
+    t, f = ta.tensor([True, False]), ta.tensor([True, True])
+    assert (t & f).dtype is ta.bool and (t ^ f).tolist() == [False, True]
+    assert (~t).tolist() == [False, True]
+    assert (ta.tensor([[1], [2]]) | ta.tensor([4, 8])).tolist() == [[5, 9], [6, 10]]
+    with pytest.raises(TypeError, match="integers and bools"):
+        ta.ones(2) & ta.ones(2)
+
+
+def test_rounding_log1p_expm1_and_div_modes():
+    x = ta.tensor([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -0.2, 3.7, math.inf, 1e20],
+                  dtype=ta.float64)
+    assert ta.round(x).tolist() == [-2.0, -2.0, -0.0, 0.0, 2.0, 2.0, -0.0, 4.0, math.inf, 1e20]
+    assert ta.floor(x).tolist()[:4] == [-3.0, -2.0, -1.0, 0.0]
+    assert ta.ceil(x).tolist()[:4] == [-2.0, -1.0, -0.0, 1.0]
+    assert ta.trunc(x).tolist()[:4] == [-2.0, -1.0, -0.0, 0.0]
+    assert ta.floor(ta.tensor([3, -2])).tolist() == [3, -2]
+    assert ta.round(ta.tensor([1.2345]), decimals=2).item() == pytest.approx(1.23)
+    small = ta.tensor([1e-12], dtype=ta.float64)
+    assert ta.log1p(small).item() == pytest.approx(1e-12, rel=1e-9)
+    assert ta.expm1(small).item() == pytest.approx(1e-12, rel=1e-9)
+    y = f64(4)
+    assert gradcheck(ta.log1p, [ta.tensor([0.1, 0.5, 2.0], dtype=ta.float64, requires_grad=True)])
+    assert gradcheck(ta.expm1, [y])
+    assert ta.div(ta.tensor([-7, 7]), 2, rounding_mode="trunc").tolist() == [-3, 3]
+    assert ta.div(ta.tensor([-7, 7]), 2, rounding_mode="floor").tolist() == [-4, 3]
+    assert ta.div(ta.tensor([-7.0, 7.0]), 2, rounding_mode="trunc").tolist() == [-3.0, 3.0]
+    assert ta.tensor([-7, 7]).div(ta.tensor([-2, 2]), rounding_mode="trunc").tolist() == [3, 3]
+    with pytest.raises(ValueError, match="rounding_mode"):
+        ta.div(ta.ones(2), 2, rounding_mode="nearest")
+    torch = pytest.importorskip("torch")
+    for name in ("floor", "ceil", "trunc", "round"):
+        assert_close(getattr(ta, name)(x), getattr(torch, name)(to_torch(x)))
+
+
+def test_prod_with_zeros_and_integers():
+    x = ta.tensor([[1.5, 0.0, -2.0, 3.0, 0.5], [2.0, 1.0, 0.0, 0.0, 4.0]], dtype=ta.float64,
+                  requires_grad=True)
+    assert ta.prod(x, 1).tolist() == [-0.0, 0.0] and x.prod(0).tolist()[0] == 3.0
+    assert gradcheck(lambda t: ta.prod(t, 1), [x])
+    assert gradcheck(lambda t: t.prod(), [f64(7)])
+    assert ta.prod(ta.tensor([[1, 2], [3, 4]])).item() == 24
+    assert ta.prod(ta.tensor([True, True])).dtype is ta.int64
+    assert ta.prod(ta.ones(0)).item() == 1.0
+    assert ta.prod(ta.ones(2, 3), 1, keepdim=True).shape == (2, 1)
+
+
+def test_memory_formats():
+    t = ta.ones(2, 3)
+    assert t.clone(memory_format=ta.preserve_format).tolist() == t.tolist()
+    assert t.contiguous(memory_format=ta.contiguous_format) is t
+    assert ta.zeros_like(t, memory_format=ta.preserve_format).shape == (2, 3)
+    with pytest.raises(NotImplementedError, match="channels_last"):
+        t.clone(memory_format=ta.channels_last)

@@ -7,18 +7,20 @@ nn/, optim/ -> demos/.
 from . import _malloc  # noqa: F401  (keeps freed tensor memory for reuse; see _malloc.py)
 from . import autograd  # first: tensor.py and ops/ build on it
 from .tensor import Tensor
-from ._devices import backends, cuda, device
+from ._devices import (backends, channels_last, contiguous_format, cuda, device, memory_format,
+                       preserve_format)
 from .dtypes import bool, double, dtype, float, float32, float64, int64, long  # noqa: A004
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .random import Generator, get_rng_state, initial_seed, manual_seed, set_rng_state
 from .creation import (arange, empty, empty_like, eye, full, full_like, linspace, ones, ones_like,
                        rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,
                        zeros_like)
-from .ops.elementwise import (abs, add, clamp, clip, cos, div, eq, exp, floor_divide, ge,  # noqa: A004
-                              gelu, gt, isfinite, isinf, isnan, le, log, logical_and, logical_not,
-                              logical_or, logical_xor, lt, masked_fill, maximum, minimum, mul, ne,
-                              neg, pow, relu, remainder, rsqrt, rsub, sigmoid, sign, sin, sqrt,
-                              square, sub, tanh, where)
+from .ops.elementwise import (abs, add, bitwise_and, bitwise_not, bitwise_or,  # noqa: A004
+                              bitwise_xor, ceil, clamp, clip, cos, div, eq, exp, expm1, floor,
+                              floor_divide, ge, gelu, gt, isfinite, isinf, isnan, le, log, log1p,
+                              logical_and, logical_not, logical_or, logical_xor, lt, masked_fill,
+                              maximum, minimum, mul, ne, neg, pow, relu, remainder, round, rsqrt,
+                              rsub, sigmoid, sign, sin, sqrt, square, sub, tanh, trunc, where)
 from .ops.indexing import gather, index_select, tril, triu, flip
 from .ops.layout import (cat, chunk, clone, expand, flatten, narrow, permute, reshape, split,
                          squeeze, stack, t, transpose, unbind, unsqueeze)

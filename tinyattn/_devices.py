@@ -82,6 +82,33 @@ def is_device(x):
     return False
 
 
+# ---------------------------------------------------------------------------- memory formats
+
+class memory_format:  # noqa: N801 - PyTorch's name
+    """torch.memory_format: tinyattn stores every tensor row-major ("strided"), so
+    preserve_format and contiguous_format are accepted, and channels_last raises."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"tinyattn.{self.name}"
+
+
+preserve_format = memory_format("preserve_format")
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+
+
+def check_memory_format(fmt, op):
+    if fmt is None or fmt is preserve_format or fmt is contiguous_format:
+        return
+    if fmt is channels_last:
+        raise NotImplementedError(f"{op}: memory_format=channels_last is not supported; "
+                                  f"tinyattn keeps tensors row-major")
+    raise TypeError(f"{op}: memory_format must be a tinyattn memory format, got {fmt!r}")
+
+
 # ------------------------------------------------------------------------ tinyattn.cuda
 
 def _no_gpu(name):

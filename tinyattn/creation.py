@@ -126,23 +126,27 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
                    requires_grad)
 
 
-def zeros_like(t, dtype=None, device=None, requires_grad=False):
+def zeros_like(t, dtype=None, device=None, requires_grad=False, memory_format=None):
     _device.check(device, "zeros_like")
+    _device.check_memory_format(memory_format, "zeros_like")
     return zeros(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
 
 
-def ones_like(t, dtype=None, device=None, requires_grad=False):
+def ones_like(t, dtype=None, device=None, requires_grad=False, memory_format=None):
     _device.check(device, "ones_like")
+    _device.check_memory_format(memory_format, "ones_like")
     return ones(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
 
 
-def empty_like(t, dtype=None, device=None, requires_grad=False):
+def empty_like(t, dtype=None, device=None, requires_grad=False, memory_format=None):
     _device.check(device, "empty_like")
-    return zeros_like(t, dtype, requires_grad)
+    _device.check_memory_format(memory_format, "empty_like")
+    return zeros_like(t, dtype, requires_grad=requires_grad)
 
 
-def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
+def full_like(t, fill_value, dtype=None, device=None, requires_grad=False, memory_format=None):
     _device.check(device, "full_like")
+    _device.check_memory_format(memory_format, "full_like")
     return full(t.shape, fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad)
 
 
@@ -218,13 +222,17 @@ def randn(*size, dtype=None, device=None, requires_grad=False, generator=None, m
     return _finish(_random_ops.normal_fill(t, mean, std, generator), requires_grad)
 
 
-def rand_like(t, dtype=None, device=None, requires_grad=False, generator=None):
+def rand_like(t, dtype=None, device=None, requires_grad=False, generator=None,
+              memory_format=None):
     _device.check(device, "rand_like")
+    _device.check_memory_format(memory_format, "rand_like")
     return rand(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, generator=generator)
 
 
-def randn_like(t, dtype=None, device=None, requires_grad=False, generator=None):
+def randn_like(t, dtype=None, device=None, requires_grad=False, generator=None,
+               memory_format=None):
     _device.check(device, "randn_like")
+    _device.check_memory_format(memory_format, "randn_like")
     return randn(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, generator=generator)
 
 

@@ -274,6 +274,7 @@ class Tensor:
             else:
                 raise TypeError(f"to: expected a dtype, a device or a tensor, got {a!r}")
         _dev.check(device, "to")
+        _dev.check_memory_format(memory_format, "to")
         if dtype is None or _dt.get(dtype) is self.dtype:
             return self.clone() if copy else self
         return _lay.to_dtype(self, _dt.get(dtype))
@@ -333,10 +334,12 @@ class Tensor:
     def type_as(self, other):
         return self.to(other.dtype)
 
-    def clone(self):
+    def clone(self, *, memory_format=None):
+        _dev.check_memory_format(memory_format, "clone")
         return _lay.clone(self)
 
-    def contiguous(self):
+    def contiguous(self, memory_format=None):
+        _dev.check_memory_format(memory_format, "contiguous")
         return self if self._packed else _lay.contiguous(self)
 
     # The ops, written out: each method calls the function of the same name in ops/ (the file
@@ -364,7 +367,8 @@ class Tensor:
     def add(self, other, alpha=1): return _ew.add(self, other, alpha)
     def sub(self, other, alpha=1): return _ew.sub(self, other, alpha)
     def mul(self, other): return _ew.mul(self, other)
-    def div(self, other): return _ew.div(self, other)
+    def div(self, other, *, rounding_mode=None):
+        return _ew.div(self, other, rounding_mode=rounding_mode)
     def remainder(self, other): return _ew.remainder(self, other)
     def floor_divide(self, other): return _ew.floor_divide(self, other)
     def maximum(self, other): return _ew.maximum(self, other)
@@ -478,10 +482,25 @@ class Tensor:
     def __rmatmul__(self, other): return _mm.matmul(other, self)
     def __neg__(self): return _ew.neg(self)
     def __abs__(self): return _ew.abs(self)
-    def __invert__(self): return _ew.logical_not(self)
-    def __and__(self, other): return _ew.logical_and(self, other)
-    def __or__(self, other): return _ew.logical_or(self, other)
-    def __xor__(self, other): return _ew.logical_xor(self, other)
+    def __invert__(self): return _ew.bitwise_not(self)
+    def __and__(self, other): return _ew.bitwise_and(self, other)
+    def __or__(self, other): return _ew.bitwise_or(self, other)
+    def __xor__(self, other): return _ew.bitwise_xor(self, other)
+    def __rand__(self, other): return _ew.bitwise_and(self, other)
+    def __ror__(self, other): return _ew.bitwise_or(self, other)
+    def __rxor__(self, other): return _ew.bitwise_xor(self, other)
+    def bitwise_and(self, other): return _ew.bitwise_and(self, other)
+    def bitwise_or(self, other): return _ew.bitwise_or(self, other)
+    def bitwise_xor(self, other): return _ew.bitwise_xor(self, other)
+    def bitwise_not(self): return _ew.bitwise_not(self)
+    def floor(self): return _ew.floor(self)
+    def ceil(self): return _ew.ceil(self)
+    def trunc(self): return _ew.trunc(self)
+    def round(self, decimals=0): return _ew.round(self, decimals)
+    def log1p(self): return _ew.log1p(self)
+    def expm1(self): return _ew.expm1(self)
+    def prod(self, dim=None, keepdim=False, dtype=None):
+        return _red.prod(self, dim, keepdim, dtype)
     def __eq__(self, other): return _ew.eq(self, other)
     def __ne__(self, other): return _ew.ne(self, other)
     def __lt__(self, other): return _ew.lt(self, other)

@@ -40,6 +40,7 @@ from .tiers import register
 
 # --- op codes: unary (p1, p2 are optional float parameters), binary, comparison and logic ---
 NEG, ABS, EXP, LOG, SQRT, TANH, SIGMOID, RELU, GELU, GELU_TANH, CLAMP, POW, SIN, COS = range(14)
+FLOOR, CEIL, TRUNC, ROUND, LOG1P, EXPM1 = range(14, 20)
 ADD, SUB, MUL, DIV, POW2, MAXIMUM, MINIMUM, REMAINDER, FLOOR_DIVIDE = range(100, 109)
 EQ, NE, LT, LE, GT, GE, AND, OR, XOR = range(200, 209)  # outputs are bool (0/1 bytes)
 
@@ -80,6 +81,24 @@ def _pow(a, b):
 
 
 @inline
+def _floor(x):
+    # math.floor returns an int (and raises on inf in Python): keep floats, and leave alone what
+    # is already a whole number (|x| >= 2**52), inf and NaN
+    if x != x or abs(x) >= 4503599627370496.0:
+        return x
+    return float(math.floor(x))
+
+
+@inline
+def _round_half_even(x):
+    r = _floor(x)
+    d = x - r
+    if d > 0.5 or (d == 0.5 and r % 2.0 != 0.0):
+        return r + 1.0
+    return r
+
+
+@inline
 def _sigmoid(x):
     # exp() only ever sees a non-positive argument: no overflow, no inf/inf. One exp, then the
     # formula for the sign of x (a select, not a branch, so loops over it still vectorise).
@@ -115,6 +134,18 @@ def _unary_value(op, x, p1, p2):
         return _pow(x, p1)
     if op == SIN:
         return math.sin(x)
+    if op == FLOOR:
+        return _floor(x)
+    if op == CEIL:
+        return -_floor(-x)
+    if op == TRUNC:
+        return _floor(x) if x >= 0.0 else -_floor(-x)
+    if op == ROUND:  # half to even, as PyTorch (and Python's round)
+        return _round_half_even(x)
+    if op == LOG1P:
+        return math.log1p(x) if x > -1.0 else (-math.inf if x == -1.0 else math.nan)
+    if op == EXPM1:
+        return math.expm1(x) if x < 709.0 else math.inf
     return math.cos(x)  # COS
 
 
@@ -149,6 +180,12 @@ def _unary_derivative(op, x, y, p1, p2):
         return 0.0 if p1 == 0.0 else p1 * _pow(x, p1 - 1.0)
     if op == SIN:
         return math.cos(x)
+    if op == FLOOR or op == CEIL or op == TRUNC or op == ROUND:
+        return 0.0       # piecewise constant (PyTorch's gradient is 0 too)
+    if op == LOG1P:
+        return _div(1.0, 1.0 + x)
+    if op == EXPM1:
+        return y + 1.0
     return -math.sin(x)  # COS
 
 
@@ -515,6 +552,19 @@ def add_row_vector_fast(out, v, rows, n):
 
 
 # ============================================================================ the interface
+@kernel
+def bitwise(op, a, b, out, n):
+    """out[i] = a[i] & b[i] (op 0), a[i] | b[i] (op 1), a[i] ^ b[i] (op 2), on integer or bool
+    buffers of n elements (the caller broadcasts)."""
+    for i in range(n):
+        if op == 0:
+            out[i] = a[i] & b[i]
+        elif op == 1:
+            out[i] = a[i] | b[i]
+        else:
+            out[i] = a[i] ^ b[i]
+
+
 # What ops/ calls, by buffer typecode (see jit.by_typecode); packed maps are keyed (typecode, op).
 
 _STRIDED = "T i i i i i T i i i i i i i i i"
@@ -544,5 +594,6 @@ register(
 UNARY = by_typecode(unary, "i f f T i i i i i T i i i i")
 BINARY_SCALAR = by_typecode(binary_scalar, "i T i i i i i S b T i i i i")
 COMPARE = by_typecode(compare, "i T i i i i i T i i i i i @B i i i i")
+BITWISE = by_typecode(bitwise, "i T T T i")
 WHERE = by_typecode(where, "@B i i i i i T i i i i i T i i i i i T i i i i")
 AXPY = by_typecode(axpy, "f T T i")

@@ -22,7 +22,7 @@ from ..autograd import BinaryFunction, Function, no_grad
 from ..kernels import elementwise as KE
 from ..tensor import Tensor, _empty, _make
 from ._launch import check_tensor, packed, tensor_from_scalar, views4
-from .layout import to_dtype
+from .layout import expand, to_dtype
 from .reduce import sum_to
 
 _float32, _float64, _int64, _bool = _dt.float32, _dt.float64, _dt.int64, _dt.bool
@@ -67,7 +67,9 @@ class Unary(Function):
 
 _UNARY_NAMES = {KE.NEG: "Neg", KE.ABS: "Abs", KE.EXP: "Exp", KE.LOG: "Log", KE.SQRT: "Sqrt",
                 KE.TANH: "Tanh", KE.SIGMOID: "Sigmoid", KE.RELU: "Relu", KE.GELU: "Gelu",
-                KE.GELU_TANH: "Gelu", KE.CLAMP: "Clamp", KE.POW: "Pow", KE.SIN: "Sin", KE.COS: "Cos"}
+                KE.GELU_TANH: "Gelu", KE.CLAMP: "Clamp", KE.POW: "Pow", KE.SIN: "Sin", KE.COS: "Cos",
+                KE.FLOOR: "Floor", KE.CEIL: "Ceil", KE.TRUNC: "Trunc", KE.ROUND: "Round",
+                KE.LOG1P: "Log1p", KE.EXPM1: "Expm1"}
 
 
 def _unary(op, x, p1=0.0, p2=0.0, name=""):
@@ -124,6 +126,43 @@ def gelu(x, approximate="none"):
 
 def sin(x):
     return _unary(KE.SIN, x, name="sin")
+
+
+def log1p(x):
+    """log(1 + x), exact for small x."""
+    return _unary(KE.LOG1P, x, name="log1p")
+
+
+def expm1(x):
+    """exp(x) - 1, exact for small x."""
+    return _unary(KE.EXPM1, x, name="expm1")
+
+
+def _rounding(op, name, x):
+    check_tensor(name, x)
+    if not x.dtype.is_floating_point:      # already whole numbers: a copy, as PyTorch
+        return x.clone()
+    return Unary.apply(x, op, 0.0, 0.0)
+
+
+def floor(x):
+    return _rounding(KE.FLOOR, "floor", x)
+
+
+def ceil(x):
+    return _rounding(KE.CEIL, "ceil", x)
+
+
+def trunc(x):
+    return _rounding(KE.TRUNC, "trunc", x)
+
+
+def round(x, decimals=0):  # noqa: A001 - PyTorch's name
+    """Round half to even; decimals=d rounds x * 10**d, then divides back (as PyTorch)."""
+    if decimals == 0:
+        return _rounding(KE.ROUND, "round", x)
+    scale = 10.0 ** decimals
+    return div(_rounding(KE.ROUND, "round", mul(x, scale)), scale)
 
 
 def cos(x):
@@ -430,8 +469,28 @@ def mul(a, b):
     return _binary(Mul, KE.MUL, a, b)
 
 
-def div(a, b):
-    return _binary(Div, KE.DIV, a, b)
+def div(a, b, *, rounding_mode=None):
+    """a / b (true division; integer inputs give floats). rounding_mode='trunc' rounds the
+    quotient toward zero, 'floor' toward -inf; integers then stay integers (as PyTorch)."""
+    if rounding_mode is None:
+        return _binary(Div, KE.DIV, a, b)
+    if rounding_mode == "floor":
+        a2, b2 = _integerish_operands(a, b)
+        if not a2.dtype.is_floating_point:
+            return floor_divide(a2, b2)
+        return floor(_binary(Div, KE.DIV, a, b))
+    if rounding_mode == "trunc":
+        a2, b2 = _integerish_operands(a, b)
+        if not a2.dtype.is_floating_point:
+            if not isinstance(b2, Tensor):
+                b2 = tensor_from_scalar(b2, a2.dtype)
+            q = floor_divide(a2, b2)          # toward -inf; one up where it went past zero
+            inexact = ne(remainder(a2, b2), 0)
+            signs_differ = logical_xor(lt(a2, 0), lt(b2, 0))
+            return add(q, to_dtype(logical_and(inexact, signs_differ), q.dtype))
+        return trunc(_binary(Div, KE.DIV, a, b))
+    raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got "
+                     f"{rounding_mode!r}")
 
 
 def rdiv(a, b):
@@ -578,6 +637,53 @@ def gt(a, b):
 
 def ge(a, b):
     return _compare(KE.GE, "ge", a, b)
+
+
+_BITWISE = {"bitwise_and": 0, "bitwise_or": 1, "bitwise_xor": 2}
+
+
+def _bitwise(name, a, b):
+    """Integers bit by bit, bools as bools (PyTorch's & | ^); floats are refused."""
+    if not isinstance(a, Tensor):
+        a, b = b, a
+    if not isinstance(b, Tensor):
+        if isinstance(b, float) or not isinstance(b, int):
+            raise TypeError(f"{name}: expected an integer or bool operand, got {b!r}")
+        b = tensor_from_scalar(b, a.dtype)
+    for t in (a, b):
+        if t.dtype.is_floating_point:
+            raise TypeError(f"{name}: not defined for {t.dtype} tensors (integers and bools "
+                            f"only)")
+    dt = _dt.promote_types(a.dtype, b.dtype)
+    shape = _shapes.broadcast_shapes(name, a.shape, b.shape)
+    a = packed(expand(to_dtype(a, dt), shape))
+    b = packed(expand(to_dtype(b, dt), shape))
+    out = _empty(shape, dt)
+    KE.BITWISE[dt.typecode](_BITWISE[name], a._data, b._data, out._data, out.numel())
+    return out
+
+
+def bitwise_and(a, b):
+    return _bitwise("bitwise_and", a, b)
+
+
+def bitwise_or(a, b):
+    return _bitwise("bitwise_or", a, b)
+
+
+def bitwise_xor(a, b):
+    return _bitwise("bitwise_xor", a, b)
+
+
+def bitwise_not(x):
+    """~x: logical not of a bool tensor, -x - 1 of an integer one."""
+    check_tensor("bitwise_not", x)
+    if x.dtype is _bool:
+        return logical_not(x)
+    if x.dtype.is_floating_point:
+        raise TypeError(f"bitwise_not: not defined for {x.dtype} tensors (integers and bools "
+                        f"only)")
+    return sub(neg(x), 1)
 
 
 def logical_and(a, b):

@@ -373,7 +373,9 @@ def contiguous(x):
     return x if x._packed else Copy.apply(x)
 
 
-def clone(x):
+def clone(x, *, memory_format=None):
+    from .._devices import check_memory_format
+    check_memory_format(memory_format, "clone")
     return Copy.apply(x)
 
 

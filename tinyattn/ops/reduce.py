@@ -318,8 +318,44 @@ def any(x, dim=None, keepdim=False):  # noqa: A001
     return sum(x != 0, dim, keepdim) > 0
 
 
-def prod(x, dim=None, keepdim=False):
-    raise NotImplementedError("prod is not implemented in tinyattn")
+def prod(x, dim=None, keepdim=False, dtype=None):
+    """The product of the elements (along dim): pairs of halves multiplied until one is left,
+    log2(n) elementwise products whose gradients are autograd's (exact with zeros too, where
+    prod / x would divide by zero). Integers and bools multiply in int64, as in PyTorch."""
+    from .elementwise import mul
+    from .layout import narrow, reshape, unsqueeze
+    check_tensor("prod", x)
+    if dtype is not None:
+        from .layout import to_dtype
+        x = to_dtype(x, _dt.get(dtype))
+    elif not x.dtype.is_floating_point and x.dtype is not _dt.int64:
+        from .layout import to_dtype
+        x = to_dtype(x, _dt.int64)
+    if dim is None:
+        x, d = reshape(x, (-1,)), 0
+        keepdim = False
+    else:
+        d = _shapes.normalize_dim("prod", dim, builtins.max(x.ndim, 1))
+        if x.ndim == 0:
+            return x.clone()
+    n = x.shape[d]
+    if n == 0:
+        shape = x.shape[:d] + x.shape[d + 1:]
+        out = _empty(shape, x.dtype)
+        out._data[:] = type(out._data)(out._data.typecode, [1]) * len(out._data)
+        return unsqueeze(out, d) if keepdim else out
+    while n > 1:
+        half = n // 2
+        paired = mul(narrow(x, d, 0, half), narrow(x, d, half, half))
+        x = paired if n % 2 == 0 else _cat_last(paired, narrow(x, d, n - 1, 1), d)
+        n = x.shape[d]
+    out = x if keepdim else reshape(x, x.shape[:d] + x.shape[d + 1:])
+    return out
+
+
+def _cat_last(a, b, d):
+    from .layout import cat
+    return cat([a, b], d)
 
 
 
