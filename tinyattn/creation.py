@@ -183,6 +183,8 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     else:
         d = (end - start) / (steps - 1)
         vals = [start + i * d for i in range(steps)]
+    if not dtype.is_floating_point:          # computed in floats, truncated, as in PyTorch
+        vals = [int(v) for v in vals] if dtype is not _dt.bool else [v != 0 for v in vals]
     return _finish(_make(array(dtype.typecode, vals), (steps,), dtype), requires_grad)
 
 

@@ -186,6 +186,11 @@ class Tensor:
         vals = self.tolist_flat()
         if not self.shape:
             return vals[0]
+        if not vals:               # a size-0 dim somewhere: build the empty nesting
+            def empty(shape):
+                return [] if shape[0] == 0 or len(shape) == 1 else [empty(shape[1:])
+                                                                     for _ in range(shape[0])]
+            return empty(self.shape)
         for n in reversed(self.shape[1:]):
             vals = [vals[i:i + n] for i in range(0, len(vals), n)]
         return vals

@@ -48,6 +48,9 @@ def mish(input, inplace=False):  # noqa: A002
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val cannot be greater than max_val ({min_val} > "
+                         f"{max_val})")
     return clamp(input, min_val, max_val)
 
 

@@ -30,6 +30,8 @@ def _pair(op, name, value, n=2):
     """An int or a tuple of n ints -> a tuple of n ints (PyTorch's `_pair`)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return (value,) * n
+    if isinstance(value, (tuple, list)) and len(value) == 1 and n > 1:   # (k,) means (k, k)
+        value = tuple(value) * n
     if (isinstance(value, (tuple, list)) and len(value) == n
             and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
         return tuple(value)

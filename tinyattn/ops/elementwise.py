@@ -114,6 +114,9 @@ def sigmoid(x):
 
 
 def relu(x):
+    check_tensor("relu", x)
+    if x.dtype is _int64:            # integers stay integers, as in PyTorch
+        return where(gt(x, 0), x, 0)
     return _unary(KE.RELU, x, name="relu")
 
 
@@ -204,6 +207,8 @@ clip = clamp
 
 def sign(x):
     check_tensor("sign", x)
+    if x.dtype is _bool:
+        return x.clone()
     return sub(to_dtype(gt(x, 0), x.dtype), to_dtype(lt(x, 0), x.dtype))
 
 def _binary_forward(op, a, b):
@@ -504,16 +509,57 @@ def pow(a, b):  # noqa: A001 - PyTorch's name
             return mul(a, a)
         if a.dtype.is_floating_point:
             return Unary.apply(a, KE.POW, float(b), 0.0)
+    if _integral(a) and _integral(b):
+        return _integer_pow(a, b)
     return _binary(Pow, KE.POW2, a, b)
 
 
 def rpow(a, b):
     """b ** a (the reflected power: `2 ** x`)."""
+    if _integral(a) and _integral(b):
+        return _integer_pow(b, a)
     return _binary(Pow, KE.POW2, b, a)
 
 
+def _integral(x):
+    if isinstance(x, Tensor):
+        return x.dtype is _int64
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _integer_pow(a, b):
+    """Integer a ** b. For b < 0 it is 1 / a**|b| truncated: 1 for a = 1, +-1 for a = -1, else 0
+    (PyTorch's answer; the kernel computes only b >= 0, where the result is an integer)."""
+    if not isinstance(b, Tensor):
+        if b < 0:
+            raise RuntimeError("pow: integers to negative integer powers are not allowed (as in "
+                               "PyTorch); use a float base or a tensor exponent")
+        return _binary(Pow, KE.POW2, a, b)
+    with no_grad():
+        negative = lt(b, 0)
+        if not any_true(negative):
+            return _binary(Pow, KE.POW2, a, b)
+        out = _binary(Pow, KE.POW2, a, where(negative, 0, b))
+        minus_one = where(ne(remainder(b, 2), 0), -1, 1)
+        a_t = a if isinstance(a, Tensor) else tensor_from_scalar(a, _int64)
+        small = where(eq(a_t, 1), 1, where(eq(a_t, -1), minus_one, 0))
+        return where(negative, small, out)
+
+
+def any_true(mask):
+    return builtins.any(mask.tolist_flat())
+
+
+def _bool_as_int(fn, a, b):
+    """max / min of two bool tensors: computed on 0 / 1, given back as bool (PyTorch's dtype)."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and a.dtype is _bool and b.dtype is _bool:
+        return to_dtype(fn(to_dtype(a, _int64), to_dtype(b, _int64)), _bool)
+    return None
+
+
 def maximum(a, b):
-    return _binary(Maximum, KE.MAXIMUM, a, b)
+    out = _bool_as_int(maximum, a, b)
+    return out if out is not None else _binary(Maximum, KE.MAXIMUM, a, b)
 
 
 class _Integerish(Function):
@@ -595,7 +641,8 @@ def floor_divide(a, b):
 
 
 def minimum(a, b):
-    return _binary(Minimum, KE.MINIMUM, a, b)
+    out = _bool_as_int(minimum, a, b)
+    return out if out is not None else _binary(Minimum, KE.MINIMUM, a, b)
 
 def _compare(op, name, a, b):
     if not isinstance(a, Tensor):

@@ -433,13 +433,17 @@ class Embedding(Function):
         return out, None, None, None
 
 
-def embedding(input, weight, padding_idx=None):  # noqa: A002
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # noqa: A002
+              scale_grad_by_freq=False, sparse=False):
     """Rows of weight (num_embeddings, embedding_dim) picked by the int64 indices in input (*):
     output (*, embedding_dim). An index outside [0, num_embeddings) raises IndexError."""
     if not isinstance(input, Tensor) or input.dtype is not _int64:
         raise TypeError("embedding: indices must be an int64 tensor" + (
             f", got {input.dtype}" if isinstance(input, Tensor) else
             f", got {type(input).__name__}"))
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not "
+                                  "implemented in tinyattn")
     if not isinstance(weight, Tensor) or weight.ndim != 2:
         raise ValueError("embedding: weight must be a 2-D (num_embeddings, embedding_dim) tensor"
                          + (f", got shape {tuple(weight.shape)}" if isinstance(weight, Tensor)

@@ -20,7 +20,7 @@ from .. import _shapes
 from .. import dtypes as _dt
 from .. import autograd as _autograd
 from ..autograd import Function
-from ..tensor import _empty, _make, _strides_for
+from ..tensor import Tensor, _empty, _make, _strides_for
 from ._launch import check_tensor, copy, copy_into, shape_arg
 from .reduce import sum_to
 
@@ -300,6 +300,12 @@ def _apply_recipe(shape, strides, offset, recipe, new_axes):
 
 
 def narrow(x, dim, start, length):
+    if isinstance(start, Tensor):
+        if start.ndim != 0 or start.dtype is not _dt.int64:
+            raise RuntimeError("narrow: start must be an 0-dim integral Tensor")
+        start = start.item()
+    if x.ndim == 0:
+        raise RuntimeError("narrow: narrow() cannot be applied to a 0-dim tensor")
     d = _shapes.normalize_dim("narrow", dim, x.ndim)
     n = x.shape[d]
     if start < 0:
@@ -450,6 +456,10 @@ def cat(tensors, dim=0):
         raise ValueError("cat: expected a non-empty list of tensors")
     for t in tensors:
         check_tensor("cat", t)
+    # PyTorch's legacy rule: 1-D empty tensors are skipped when the others have more dims
+    if builtins.any(t.ndim > 1 for t in tensors):
+        kept = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)]
+        tensors = kept or tensors
     ref = tensors[0]
     d = _shapes.normalize_dim("cat", dim, ref.ndim)
     dt = ref.dtype

@@ -14,6 +14,7 @@ stride) and walks up to two batch dims, which covers (B, T, E) @ (E, F) and atte
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 from .. import _shapes
+from .. import dtypes as _dt
 from ..autograd import BinaryFunction, Function
 from ..kernels import elementwise as KE
 from ..kernels import matmul as KM
@@ -123,9 +124,14 @@ def matmul(a, b):
     if a.dtype is not b.dtype:
         raise TypeError(f"matmul: both operands must have the same dtype, got {a.dtype} and "
                         f"{b.dtype}")
+    if a.dtype is _dt.int64:
+        # Integers: multiplied in float64 and given back as int64 -- exact while every partial
+        # sum stays below 2**53 (PyTorch multiplies in int64; past 2**53 the two differ).
+        from .layout import to_dtype
+        return to_dtype(matmul(to_dtype(a, _dt.float64), to_dtype(b, _dt.float64)), _dt.int64)
     if not a.dtype.is_floating_point:
-        raise TypeError(f"matmul: expected floating-point tensors, got {a.dtype} "
-                        f"(tinyattn multiplies float32 and float64 matrices)")
+        raise TypeError(f"matmul: expected floating-point or int64 tensors, got {a.dtype} "
+                        f"(tinyattn multiplies float32, float64 and int64 matrices)")
     if na >= 2 and nb >= 2:
         if (na > 2 or nb > 2) and a.shape[:-2] != b.shape[:-2] and nb != 2:
             try:

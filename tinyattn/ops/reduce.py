@@ -43,6 +43,9 @@ def sum_to(g, shape):
 def sum_to_size(x, *shape):
     """x summed down to `shape` (the inverse of broadcasting x to x.shape), with a gradient."""
     shape = shape_arg(shape)
+    if x.dtype is _dt.bool:          # sums of bools count, in int64 (PyTorch's sum dtype)
+        from .layout import to_dtype
+        x = to_dtype(x, _int64)
     if x.shape == shape:
         return x
     lead = x.ndim - len(shape)
@@ -162,15 +165,24 @@ def std(x, dim=None, unbiased=None, keepdim=False, correction=None):
     return var(x, dim, unbiased, keepdim, correction).sqrt()
 
 
-def norm(x, p=2, dim=None, keepdim=False):
-    """The p-norm (p = 1, 2 or inf) over dim (all elements by default)."""
+def norm(x, p=2, dim=None, keepdim=False, dtype=None):
+    """The p-norm over dim (all elements by default): (sum |x|^p)^(1/p); p=inf the largest
+    |x|, p=-inf the smallest, p=0 the number of non-zeros."""
+    if dtype is not None:
+        x = x.to(dtype)
     if p == 2 or p == "fro":
         return sum(x * x, dim, keepdim).sqrt()
     if p == 1:
         return sum(x.abs(), dim, keepdim)
     if p == math.inf:
         return amax(x.abs(), dim if dim is not None else (), keepdim)
-    raise ValueError(f"norm: p must be 1, 2 or inf, got {p!r}")
+    if p == -math.inf:
+        return amin(x.abs(), dim if dim is not None else (), keepdim)
+    if p == 0:
+        return sum((x != 0).to(x.dtype), dim, keepdim)
+    if isinstance(p, (int, float)) and not isinstance(p, bool):
+        return sum(x.abs() ** p, dim, keepdim) ** (1.0 / p)
+    raise ValueError(f"norm: p must be a number, inf or 'fro', got {p!r}")
 
 
 def _max_kernel(x, O, R, I, shape, want_min):
@@ -249,6 +261,10 @@ def _max_or_min(x, dim, keepdim, other, want_min):
     d = _shapes.normalize_dim(name, dim, x.ndim)
     if x.ndim == 0:
         return MaxResult(x, tensor_from_scalar(0, _int64))
+    if x.dtype is _dt.bool:        # on 0 / 1, given back as bool (PyTorch's dtype)
+        from .layout import to_dtype
+        values, indices = _max_or_min(to_dtype(x, _int64), d, keepdim, None, want_min)
+        return MaxResult(to_dtype(values, _dt.bool), indices)
     holder = []
     values = MaxAlong.apply(x, d, keepdim, want_min, holder)
     return MaxResult(values, holder[0])
@@ -296,7 +312,11 @@ def argmin(x, dim=None, keepdim=False):
 
 
 def logsumexp(x, dim, keepdim=False):
-    """log(sum(exp(x))) over dim, computed as m + log(sum(exp(x - m))) to avoid overflow."""
+    """log(sum(exp(x))) over dim, computed as m + log(sum(exp(x - m))) to avoid overflow.
+    Integer and bool inputs are computed in float32, as in PyTorch."""
+    if not x.dtype.is_floating_point:
+        from .layout import to_dtype
+        x = to_dtype(x, _dt.float32)
     dims = _shapes.normalize_dims("logsumexp", dim, x.ndim)
     if builtins.any(x.shape[d] == 0 for d in dims):  # log(sum of nothing) = log(0) = -inf
         out = sum(x, dims, keepdim) + -math.inf

@@ -1,0 +1,89 @@
+"""PyTorch's own operator samples, through tinyattn (tests/_op_db.py does the walking).
+
+Every OpInfo of torch's op_db whose function tinyattn has (about 175 names) is run on PyTorch's sample
+inputs for float32, float64, int64 and bool, contiguous and as strided views; results must match
+PyTorch's values, shapes and dtypes; float64 gradients must match; PyTorch's error inputs must
+raise. What does not match is listed in KNOWN with the reason; the test fails on anything new,
+and on a KNOWN entry that no longer happens (so the list stays true).
+
+Needs torch and expecttest (which torch.testing._internal imports); .ci/run installs both.
+"""
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("expecttest")
+
+from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
+
+import _op_db as D  # noqa: E402
+
+NUMBER_OPERAND = "tinyattn accepts a Python number where PyTorch requires a tensor operand"
+FLOAT_ONLY = "tinyattn's convolutions, pooling and unfold take floating-point tensors only"
+KNOWN = {
+    **{(n, "accepted bad input"): NUMBER_OPERAND for n in (
+        "__radd__", "__rand__", "__rmul__", "__ror__", "__rxor__", "logical_and", "logical_or",
+        "logical_xor", "maximum", "minimum", "rsub")},
+    ("amax", "accepted bad input"): "no limit of 64 dimensions in tinyattn",
+    ("amin", "accepted bad input"): "no limit of 64 dimensions in tinyattn",
+    ("linspace", "accepted bad input"): "steps given as a float is accepted",
+    ("gather", "error"): "a 0-d input with a 1-element index (PyTorch treats it as 1-D)",
+    ("gather", "grad error"): "the same 0-d sample",
+    ("index_select", "error"): "a 0-d input with a 1-element index (PyTorch treats it as 1-D)",
+    ("index_select", "grad error"): "the same 0-d sample",
+    ("nn.functional.avg_pool2d", "error"): "stride=() (empty: the kernel size) is refused",
+    ("nn.functional.avg_pool2d", "grad error"): "the same stride=() sample",
+    ("nn.functional.batch_norm", "error"): "a 1-D empty input (no channel dim) is refused",
+    ("nn.functional.batch_norm", "grad error"): "the same empty sample",
+    ("nn.functional.conv1d", "error"): FLOAT_ONLY,
+    ("nn.functional.conv2d", "error"): FLOAT_ONLY,
+    ("nn.functional.max_pool2d", "error"): FLOAT_ONLY,
+    ("nn.functional.unfold", "error"): FLOAT_ONLY,
+    ("nn.functional.embedding", "error"): "max_norm / scale_grad_by_freq / sparse not "
+                                          "implemented (raise NotImplementedError)",
+    ("nn.functional.pad", "error"): "only mode='constant' (reflect, replicate, circular raise)",
+    ("nn.functional.pad", "grad error"): "padding that crops to nothing records no gradient",
+    ("nn.functional.scaled_dot_product_attention", "mismatch"):
+        "a fully masked query row gives 0, not NaN (README: differences from PyTorch)",
+    ("nn.functional.scaled_dot_product_attention", "grad mismatch"):
+        "the same fully masked rows: finite gradients instead of NaN",
+    ("norm", "error"): "matrix norms ('nuc') are not implemented",
+    ("norm", "grad error"): "norm(p=0) counts non-zeros and records no (zero) gradient",
+    ("sign", "grad error"): "sign records no (zero) gradient",
+    ("zero_", "grad error"): "zero_ on a leaf that requires grad raises, as outside no_grad",
+}
+
+
+@pytest.fixture(scope="module")
+def report():
+    found = []
+    ops = [o for o in op_db if D.tinyattn_function(o.name) is not None]
+    for op in ops:
+        D.check_op(op, found)
+        D.check_error_inputs(op, found)
+    return ops, found
+
+
+def test_op_db_walk_covers_the_ops_tinyattn_offers(report):
+    ops, _ = report
+    names = {o.name for o in ops}
+    assert len(names) >= 170, len(names)
+    for name in ("add", "matmul", "softmax", "nn.functional.cross_entropy", "einsum", "topk",
+                 "nn.functional.scaled_dot_product_attention", "cumsum", "where"):
+        assert name in names
+
+
+def test_every_op_matches_pytorch_or_is_a_known_deviation(report):
+    _, found = report
+    new = {}
+    for name, dtype, kind, msg in found:
+        if (name, kind) not in KNOWN:
+            new.setdefault((name, kind), f"{dtype}: {msg}")
+    assert not new, "new differences from PyTorch:\n" + "\n".join(
+        f"  {n} [{k}] {m}" for (n, k), m in sorted(new.items()))
+
+
+def test_known_deviations_still_occur(report):
+    _, found = report
+    seen = {(name, kind) for name, _, kind, _ in found}
+    stale = sorted(set(KNOWN) - seen)
+    assert not stale, f"these no longer differ from PyTorch; remove them from KNOWN: {stale}"
