@@ -471,3 +471,24 @@ def test_round_trip_property(tmp_path_factory, named, nested):
     assert list(got) == list(named)
     for k, t in named.items():
         same(t.contiguous(), got[k])
+
+
+def test_save_and_load_with_open_files_map_location_and_weights_only(tmp_path):
+    import tinyattn as ta
+    import io
+    ckpt = {"model": {"w": ta.arange(6).float().view(2, 3)}, "step": 7}
+    buf = io.BytesIO()
+    buf.write(b"prefix")                 # a checkpoint need not start the file object
+    ta.save(ckpt, buf)
+    buf.seek(6)
+    back = ta.load(buf, map_location="cpu", weights_only=True)
+    assert back["step"] == 7 and back["model"]["w"].tolist() == [[0, 1, 2], [3, 4, 5]]
+    path = tmp_path / "ckpt.pt"
+    with open(path, "wb") as f:
+        ta.save({"x": ta.ones(2)}, f)
+    with open(path, "rb") as f:
+        assert ta.load(f, map_location=ta.device("cpu"))["x"].tolist() == [1.0, 1.0]
+    assert ta.load(path, map_location={"cuda:0": "cpu"}, weights_only=False)["x"].shape == (2,)
+    assert ta.load(path, map_location=lambda storage, loc: storage)["x"].shape == (2,)
+    with pytest.raises(RuntimeError, match="CPU only"):
+        ta.load(path, map_location="cuda:0")

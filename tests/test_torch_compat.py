@@ -455,3 +455,24 @@ def test_memory_formats():
     assert ta.zeros_like(t, memory_format=ta.preserve_format).shape == (2, 3)
     with pytest.raises(NotImplementedError, match="channels_last"):
         t.clone(memory_format=ta.channels_last)
+
+
+@pytest.mark.parametrize("kwargs", [{"add_bias_kv": True}, {"add_zero_attn": True},
+                                    {"add_bias_kv": True, "add_zero_attn": True}])
+def test_multihead_attention_extra_keys_match_pytorch(kwargs):
+    ta.manual_seed(0)
+    m = nn.MultiheadAttention(8, 2, dtype=ta.float64, **kwargs)
+    q, k = f64(3, 2, 8, seed=1), f64(4, 2, 8, seed=2)
+    pad = ta.tensor([[False, False, True, False], [False] * 4])
+    out, w = m(q, k, k, key_padding_mask=pad, average_attn_weights=False)
+    extra = sum(kwargs.values())
+    assert w.shape == (2, 2, 3, 4 + extra)
+    assert gradcheck(lambda a: m(a, k, k, key_padding_mask=pad)[0], [q])
+    torch = pytest.importorskip("torch")
+    tm = torch.nn.MultiheadAttention(8, 2, dtype=torch.float64, **kwargs)
+    assert list(tm.state_dict()) == list(m.state_dict())
+    tm.load_state_dict({n: to_torch(v) for n, v in m.state_dict().items()})
+    tout, tw = tm(to_torch(q), to_torch(k), to_torch(k), key_padding_mask=to_torch(pad),
+                  average_attn_weights=False)
+    assert_close(out, tout.detach(), atol=1e-12)
+    assert_close(w, tw.detach(), atol=1e-12)

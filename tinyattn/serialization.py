@@ -49,8 +49,11 @@ _BIG_ENDIAN = sys.byteorder == "big"
 # ============================================================================ save
 
 
-def save(obj, path):
-    """Write `obj` to `path` as a safetensors file, atomically.
+def save(obj, path, pickle_module=None, pickle_protocol=None,
+         _use_new_zipfile_serialization=True, _disable_byteorder_record=False):
+    """Write `obj` to `path` (a file name, written atomically, or an open binary file object) as
+    a safetensors file. PyTorch's pickle arguments are accepted and ignored: tinyattn never
+    pickles.
 
     obj: a dict. Values may be Tensors, nested dicts (keys str or int), lists, tuples, and plain
     ints, floats, strings, bools and None. Tensors are stored as contiguous little-endian data;
@@ -81,7 +84,12 @@ def save(obj, path):
             offset += len(data)
     head = json.dumps(header, separators=(",", ":")).encode("utf-8")
     head += b" " * (-len(head) % 8)  # pad with spaces so the data starts 8-byte aligned
-    _atomic_write(path, [len(head).to_bytes(8, "little"), head, *payloads])
+    parts = [len(head).to_bytes(8, "little"), head, *payloads]
+    if hasattr(path, "write"):                       # torch.save(obj, f) with an open file
+        for part in parts:
+            path.write(part)
+        return
+    _atomic_write(path, parts)
 
 
 def _is_flat_state_dict(obj):
@@ -177,37 +185,61 @@ def _fsync_directory(directory):
 # ============================================================================ load
 
 
-def load(path):
-    """Read a safetensors file written by `save` (or by the safetensors library).
+def load(path, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
+         **pickle_load_args):
+    """Read a safetensors file written by `save` (or by the safetensors library): a file name
+    or an open binary file object.
 
     Returns the saved object: the nested checkpoint `save` was given, or, for a plain safetensors
     file, a dict name -> Tensor in the order of the data. Raises ValueError naming the file and
-    the problem for anything that is not a valid safetensors file tinyattn can hold."""
+    the problem for anything that is not a valid safetensors file tinyattn can hold.
+    map_location may name the CPU (or map devices to it); weights_only is accepted with any
+    value: tinyattn's files hold only tensors and plain values, so loading one runs no code."""
+    _check_map_location(map_location)
+    if hasattr(path, "read"):                        # torch.load(f) with an open file
+        return _load_from(path, getattr(path, "name", "<file object>"))
     path = os.fspath(path)
     with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        head = f.read(8)
-        if len(head) < 8:
-            raise ValueError(f"load: {path!r} is not a safetensors file: it has only {size} bytes "
-                             f"(it must start with an 8-byte header length)")
-        n = int.from_bytes(head, "little")
-        if n > size - 8 and (head.startswith(b"PK\x03\x04") or head[:1] == b"\x80"):
-            raise ValueError(f"load: {path!r} looks like a torch.save (zip / pickle) file, not a "
-                             f"safetensors file; tinyattn never unpickles files. Convert it with "
-                             f"safetensors.torch.save_file(torch.load(...), ...)")
-        if n > size - 8:
-            raise ValueError(f"load: {path!r} is not a valid safetensors file: the header length "
-                             f"{n} is beyond the end of the file ({size} bytes); the file is "
-                             f"truncated or not a safetensors file")
-        if n > _MAX_HEADER:
-            raise ValueError(f"load: {path!r}: header length {n} is larger than the limit "
-                             f"{_MAX_HEADER}; the file is corrupt")
-        header = _parse_header(path, f.read(n))
-        data_size = size - 8 - n
-        entries = _check_entries(path, header, data_size)
-        tensors = {}
-        for name, dtype, shape, begin, end in entries:
-            tensors[name] = _read_tensor(path, f, 8 + n + begin, end - begin, dtype, shape, name)
+        return _load_from(f, path)
+
+
+def _check_map_location(map_location):
+    from ._devices import check
+    if map_location is None or callable(map_location):
+        return
+    targets = map_location.values() if isinstance(map_location, dict) else [map_location]
+    for target in targets:
+        check(target, "load(map_location=...)")
+
+
+def _load_from(f, path):
+    base = f.tell()                   # a file object may hold the checkpoint after other data
+    f.seek(0, 2)
+    size = f.tell() - base
+    f.seek(base)
+    head = f.read(8)
+    if len(head) < 8:
+        raise ValueError(f"load: {path!r} is not a safetensors file: it has only {size} bytes "
+                         f"(it must start with an 8-byte header length)")
+    n = int.from_bytes(head, "little")
+    if n > size - 8 and (head.startswith(b"PK\x03\x04") or head[:1] == b"\x80"):
+        raise ValueError(f"load: {path!r} looks like a torch.save (zip / pickle) file, not a "
+                         f"safetensors file; tinyattn never unpickles files. Convert it with "
+                         f"safetensors.torch.save_file(torch.load(...), ...)")
+    if n > size - 8:
+        raise ValueError(f"load: {path!r} is not a valid safetensors file: the header length "
+                         f"{n} is beyond the end of the file ({size} bytes); the file is "
+                         f"truncated or not a safetensors file")
+    if n > _MAX_HEADER:
+        raise ValueError(f"load: {path!r}: header length {n} is larger than the limit "
+                         f"{_MAX_HEADER}; the file is corrupt")
+    header = _parse_header(path, f.read(n))
+    data_size = size - 8 - n
+    entries = _check_entries(path, header, data_size)
+    tensors = {}
+    for name, dtype, shape, begin, end in entries:
+        tensors[name] = _read_tensor(path, f, base + 8 + n + begin, end - begin, dtype, shape,
+                                     name)
     metadata = header.get("__metadata__") or {}
     if _STRUCTURE_KEY not in metadata:
         return tensors

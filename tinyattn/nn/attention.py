@@ -36,6 +36,7 @@ from ..creation import empty, zeros
 from ..ops.attention import (attend, check_float, check_mask_dtype,  # noqa: F401  (re-exported)
                              causal_mask, padding_mask, scaled_dot_product_attention)
 from ..ops.elementwise import where
+from ..ops.layout import cat
 from . import functional as F
 from . import init
 from .linear import Linear
@@ -138,8 +139,8 @@ class MultiheadAttention(Module):
         are the weights multiplied with V (after dropout in training mode), as in PyTorch.
 
     Beyond PyTorch: a query whose keys are all masked gets weights 0 and output out_proj.bias
-    (its attention output is 0), with finite gradients; PyTorch gives NaN. add_bias_kv and
-    add_zero_attn are not implemented.
+    (its attention output is 0), with finite gradients; PyTorch gives NaN. add_bias_kv adds a
+    learned key and value (bias_k, bias_v: (1, 1, E)) and add_zero_attn a zero one, as in PyTorch.
     """
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
@@ -152,9 +153,6 @@ class MultiheadAttention(Module):
         if embed_dim % num_heads:
             raise ValueError(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by "
                              f"num_heads ({num_heads})")
-        if add_bias_kv or add_zero_attn:
-            raise NotImplementedError("MultiheadAttention: add_bias_kv and add_zero_attn are not "
-                                      "implemented in tinyattn")
         self.embed_dim = embed_dim
         self.kdim = embed_dim if kdim is None else kdim
         self.vdim = embed_dim if vdim is None else vdim
@@ -179,8 +177,12 @@ class MultiheadAttention(Module):
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = Linear(E, E, bias=bias, dtype=dtype)
-        self.bias_k = self.bias_v = None
-        self.add_zero_attn = False
+        if add_bias_kv:   # one more key and value, learned, that every query may attend to
+            self.bias_k = Parameter(empty(1, 1, E, dtype=dtype))
+            self.bias_v = Parameter(empty(1, 1, E, dtype=dtype))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn   # one more key and value of zeros
         self.recorded = None   # a dict here makes forward keep scores, mask, weights (viz.explorer)
         self._reset_parameters()
 
@@ -194,6 +196,9 @@ class MultiheadAttention(Module):
         if self.in_proj_bias is not None:
             init.zeros_(self.in_proj_bias)
             init.zeros_(self.out_proj.bias)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
 
     def _projection_weights(self):
         """(W_q, W_k, W_v) and (b_q, b_k, b_v): views into the packed parameters, no copies."""
@@ -283,6 +288,23 @@ class MultiheadAttention(Module):
             combined = m if combined is None else combined + m       # (B, H, L, S) broadcast
         return combined
 
+    def _extra_keys(self, k, v, mask):
+        """add_bias_kv and add_zero_attn: keys and values (B, H, S, hs) get one more position each
+        (bias_k / bias_v split into heads, then zeros), which no mask hides."""
+        B, H, _, hs = k.shape
+        extra = []
+        if self.bias_k is not None:
+            extra.append((self.bias_k.reshape(1, H, 1, hs).expand(B, H, 1, hs),
+                          self.bias_v.reshape(1, H, 1, hs).expand(B, H, 1, hs)))
+        if self.add_zero_attn:
+            z = zeros(B, H, 1, hs, dtype=k.dtype)
+            extra.append((z, z))
+        for ek, ev in extra:
+            k, v = cat([k, ek], 2), cat([v, ev], 2)
+        if extra and mask is not None:
+            mask = F.pad(mask, (0, len(extra)))                      # 0: may attend
+        return k, v, mask
+
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
         batched, B, L, S = self._check_inputs(query, key, value, key_padding_mask, attn_mask)
@@ -303,6 +325,7 @@ class MultiheadAttention(Module):
         k = self._split_heads(F.linear(key, w_k, b_k))              # (B, H, S, hs)
         v = self._split_heads(F.linear(value, w_v, b_v))            # (B, H, S, hs)
         mask = self._combined_mask(attn_mask, key_padding_mask, B, L, S, q.dtype)
+        k, v, mask = self._extra_keys(k, v, mask)
         dropout_p = self.dropout if self.training else 0.0
         out, weights = attend(q, k, v, mask, dropout_p, 1.0)       # (B, H, L, hs), (B, H, L, S)
         if self.recorded is not None:  # tinyattn only: viz.explorer asked for the scores too
