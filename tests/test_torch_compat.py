@@ -476,3 +476,95 @@ def test_multihead_attention_extra_keys_match_pytorch(kwargs):
                   average_attn_weights=False)
     assert_close(out, tout.detach(), atol=1e-12)
     assert_close(w, tw.detach(), atol=1e-12)
+
+
+# ---------------------------------------------- the everyday ops composed of others
+
+def _m(*shape, seed=0, low=-2.0, high=2.0):
+    return f64(*shape, seed=seed, low=low, high=high)
+
+
+COMPOSED = [  # (name, tinyattn call, torch call, inputs) -- values against PyTorch, gradcheck
+    ("log2", lambda L, a: L.log2(a), [(3, 4, 0.5, 3.0)]),
+    ("log10", lambda L, a: L.log10(a), [(3, 4, 0.5, 3.0)]),
+    ("lerp", lambda L, a, b: L.lerp(a, b, 0.3), [(3, 4), (3, 4)]),
+    ("addcmul", lambda L, a, b, c: L.addcmul(a, b, c, value=0.5), [(3, 4), (3, 4), (4,)]),
+    ("addcdiv", lambda L, a, b, c: L.addcdiv(a, b, c, value=2), [(3, 4), (3, 4), (3, 4, 1., 2.)]),
+    ("addmm", lambda L, a, b, c: L.addmm(a, b, c, beta=0.5, alpha=2), [(3, 5), (3, 4), (4, 5)]),
+    ("baddbmm", lambda L, a, b, c: L.baddbmm(a, b, c), [(2, 3, 5), (2, 3, 4), (2, 4, 5)]),
+    ("mv", lambda L, a, b: L.mv(a, b), [(3, 4), (4,)]),
+    ("diagonal", lambda L, a: L.diagonal(a, 1, 0, 2), [(4, 3, 5)]),
+    ("diag", lambda L, a: L.diag(a, -1), [(4, 3)]),
+    ("diag1d", lambda L, a: L.diag(a, 1), [(3,)]),
+    ("trace", lambda L, a: L.trace(a), [(4, 3)]),
+    ("roll", lambda L, a: L.roll(a, (1, -2), (0, 1)), [(3, 4)]),
+    ("roll_flat", lambda L, a: L.roll(a, 5), [(3, 4)]),
+    ("repeat_interleave", lambda L, a: L.repeat_interleave(a, 2, dim=1), [(2, 3)]),
+    ("tile", lambda L, a: L.tile(a, (2, 1, 2)), [(2, 3)]),
+    ("movedim", lambda L, a: L.movedim(a, (0, 2), (2, 0)), [(2, 3, 4)]),
+    ("masked_select", lambda L, a: L.masked_select(a, a > 0), [(3, 4)]),
+    ("take_along_dim", lambda L, a: L.take_along_dim(a, L.argsort(a, 1), 1), [(3, 4)]),
+    ("cumprod", lambda L, a: L.cumprod(a, 1), [(3, 4)]),
+    ("broadcast_to", lambda L, a: L.broadcast_to(a, (2, 3, 4)), [(3, 1)]),
+    ("normalize", lambda L, a: L.nn.functional.normalize(a, dim=1), [(3, 4)]),
+    ("cosine_similarity", lambda L, a, b: L.nn.functional.cosine_similarity(a, b, dim=1),
+     [(3, 4), (3, 4)]),
+    ("binary_cross_entropy", lambda L, a, b: L.nn.functional.binary_cross_entropy(a, b),
+     [(3, 4, 0.05, 0.95), (3, 4, 0.0, 1.0)]),
+    ("glu", lambda L, a: L.nn.functional.glu(a, 1), [(3, 4)]),
+    ("rms_norm", lambda L, a, w: L.nn.functional.rms_norm(a, (4,), w, 1e-6), [(3, 4), (4,)]),
+]
+
+
+@pytest.mark.parametrize("name,call,shapes", COMPOSED, ids=[c[0] for c in COMPOSED])
+def test_composed_ops_against_pytorch_and_gradcheck(name, call, shapes):
+    xs = [_m(*s[:-2], seed=k, low=s[-2], high=s[-1]) if len(s) > 2 and isinstance(s[-1], float)
+          else _m(*s, seed=k) for k, s in enumerate(shapes)]
+    if name == "binary_cross_entropy":
+        xs[1] = xs[1].detach()
+    ours = call(ta, *xs)
+    free = [k for k, x in enumerate(xs) if x.requires_grad]
+
+    def with_leaves(*ts):
+        args = list(xs)
+        for k, t in zip(free, ts):
+            args[k] = t
+        return call(ta, *args)
+    assert gradcheck(with_leaves, [xs[k] for k in free])
+    torch = pytest.importorskip("torch")
+    theirs = call(torch, *[to_torch(x) for x in xs])
+    assert_close(ours, theirs, atol=1e-10)
+
+
+def test_comparisons_nonzero_bernoulli_and_legacy_types():
+    a = ta.tensor([1.0, 2.0, math.inf, math.nan])
+    b = ta.tensor([1.0 + 1e-9, 2.1, math.inf, math.nan])
+    assert ta.isclose(a, b).tolist() == [True, False, True, False]
+    assert ta.isclose(a, b, equal_nan=True).tolist()[3] is True
+    assert ta.allclose(ta.ones(2), ta.ones(2) + 1e-9) and not ta.allclose(a, b)
+    assert ta.equal(ta.ones(2), ta.ones(2)) and not ta.equal(ta.ones(2), ta.ones(3))
+    x = ta.tensor([[0, 3], [4, 0]])
+    assert ta.nonzero(x).tolist() == [[0, 1], [1, 0]]
+    assert [t.tolist() for t in ta.nonzero(x, as_tuple=True)] == [[0, 1], [1, 0]]
+    p = ta.full((4000,), 0.3)
+    assert abs(ta.bernoulli(p, generator=ta.Generator(0)).mean().item() - 0.3) < 0.03
+    assert ta.LongTensor([1, 2]).dtype is ta.int64 and ta.FloatTensor(2, 3).shape == (2, 3)
+    assert ta.ones(2).type_as(ta.ones(1, dtype=ta.float64)).dtype is ta.float64
+    torch = pytest.importorskip("torch")
+    assert ta.nonzero(x).tolist() == torch.nonzero(to_torch(x)).tolist()
+
+
+def test_rmsnorm_module_and_out_of_scope_features(tmp_path):
+    m = nn.RMSNorm(4, eps=1e-6, dtype=ta.float64)
+    x = f64(3, 4)
+    assert gradcheck(lambda t: m(t), [x])
+    torch = pytest.importorskip("torch")
+    tm = torch.nn.RMSNorm(4, eps=1e-6, dtype=torch.float64)
+    assert list(tm.state_dict()) == list(m.state_dict()) and repr(tm) == repr(m)
+    assert_close(m(x), tm(to_torch(x)).detach(), atol=1e-12)
+    for call in (lambda: ta.compile(nn.Linear(2, 2)), lambda: ta.onnx.export(None, None, "m"),
+                 lambda: ta.jit.script(nn.Linear(2, 2))):
+        with pytest.raises(NotImplementedError, match="not available in tinyattn"):
+            call()
+    with pytest.raises(TypeError, match=r"save model.state_dict\(\)"):
+        ta.save(nn.Linear(2, 2), tmp_path / "m.pt")

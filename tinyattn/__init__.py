@@ -7,8 +7,9 @@ nn/, optim/ -> demos/.
 from . import _malloc  # noqa: F401  (keeps freed tensor memory for reuse; see _malloc.py)
 from . import autograd  # first: tensor.py and ops/ build on it
 from .tensor import Tensor
-from ._devices import (backends, channels_last, contiguous_format, cuda, device, memory_format,
-                       preserve_format)
+from ._devices import (BoolTensor, DoubleTensor, FloatTensor, LongTensor, backends,
+                       channels_last, compile, contiguous_format, cuda, device, jit,  # noqa: A004
+                       memory_format, onnx, preserve_format)
 from .dtypes import bool, double, dtype, float, float32, float64, int64, long  # noqa: A004
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .random import Generator, get_rng_state, initial_seed, manual_seed, set_rng_state
@@ -27,7 +28,11 @@ from .ops.layout import (cat, chunk, clone, expand, flatten, narrow, permute, re
 from .ops.matmul import bmm, matmul, mm
 from .ops.reduce import (all, amax, amin, any, argmax, argmin, logsumexp, max, mean, min,  # noqa: A004
                          norm, prod, std, sum, var)
-from .ops.composite import dot, outer
+from .ops.composite import (addcdiv, addcmul, addmm, allclose, baddbmm, bernoulli, cumprod, diag,
+                            diagonal, dot, equal, isclose, lerp, log10, log2, masked_select,
+                            movedim, mv, nonzero, outer, repeat_interleave, roll, take_along_dim,
+                            tile, trace)
+from .ops.layout import expand as broadcast_to
 from .ops.einsum import einsum
 from .ops.random import multinomial
 from .ops.sort import argsort, cumsum, sort, topk

@@ -147,3 +147,36 @@ backends.cudnn.is_available = lambda: False
 backends.cuda = types.ModuleType("tinyattn.backends.cuda")
 backends.cuda.matmul = types.SimpleNamespace(allow_tf32=False)
 backends.cuda.is_built = lambda: False
+
+# ------------------------------------------------------------ out of scope, named loudly
+
+
+def _out_of_scope(what):
+    def fn(*args, **kwargs):
+        raise NotImplementedError(f"{what} is not available in tinyattn (a CPU-only teaching "
+                                  f"library): run the model eagerly instead")
+    fn.__name__ = what.rsplit(".", 1)[-1]
+    return fn
+
+
+compile = _out_of_scope("torch.compile")  # noqa: A001 - PyTorch's name
+onnx = types.ModuleType("tinyattn.onnx", "torch.onnx: export is out of scope.")
+onnx.export = _out_of_scope("torch.onnx.export")
+jit = types.ModuleType("tinyattn.jit", "torch.jit: TorchScript is out of scope.")
+jit.script = _out_of_scope("torch.jit.script")
+jit.trace = _out_of_scope("torch.jit.trace")
+
+
+def _legacy(dtype_name):
+    def make(*args):
+        """PyTorch's legacy typed constructor: LongTensor([1, 2]) or LongTensor(2, 3)."""
+        from . import creation, dtypes
+        dt = getattr(dtypes, dtype_name)
+        if len(args) == 1 and not isinstance(args[0], int):
+            return creation.tensor(args[0], dtype=dt)
+        return creation.zeros(*args, dtype=dt)
+    return make
+
+
+FloatTensor, DoubleTensor = _legacy("float32"), _legacy("float64")
+LongTensor, BoolTensor = _legacy("int64"), _legacy("bool")

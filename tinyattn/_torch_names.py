@@ -25,6 +25,8 @@ ALIASES = {
     "torch.backends.mps": "backends.mps",
     "torch.backends.cudnn": "backends.cudnn",
     "torch.backends.cuda": "backends.cuda",
+    "torch.onnx": "onnx",
+    "torch.jit": "jit",
 }
 
 

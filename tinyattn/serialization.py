@@ -59,6 +59,11 @@ def save(obj, path, pickle_module=None, pickle_protocol=None,
     ints, floats, strings, bools and None. Tensors are stored as contiguous little-endian data;
     parameters and views are saved as plain tensors of their current values."""
     if not isinstance(obj, dict):
+        if hasattr(obj, "state_dict") and hasattr(obj, "parameters"):
+            raise TypeError(f"save: tinyattn saves tensors, not whole {type(obj).__name__} "
+                            f"objects (that would need pickle, which tinyattn never uses): save "
+                            f"model.state_dict() and load it into a model you build with "
+                            f"model.load_state_dict(tinyattn.load(path))")
         raise TypeError(f"save: expected a dict (a state_dict or a checkpoint dict), got "
                         f"{type(obj).__name__}")
     tensors = {}

@@ -241,6 +241,32 @@ class Tensor:
     def cumsum(self, dim, dtype=None):
         return _sort.cumsum(self, dim, dtype)
 
+    def log2(self, *args, **kwargs): return _comp.log2(self, *args, **kwargs)
+    def log10(self, *args, **kwargs): return _comp.log10(self, *args, **kwargs)
+    def lerp(self, *args, **kwargs): return _comp.lerp(self, *args, **kwargs)
+    def addcmul(self, *args, **kwargs): return _comp.addcmul(self, *args, **kwargs)
+    def addcdiv(self, *args, **kwargs): return _comp.addcdiv(self, *args, **kwargs)
+    def addmm(self, *args, **kwargs): return _comp.addmm(self, *args, **kwargs)
+    def baddbmm(self, *args, **kwargs): return _comp.baddbmm(self, *args, **kwargs)
+    def mv(self, *args, **kwargs): return _comp.mv(self, *args, **kwargs)
+    def isclose(self, *args, **kwargs): return _comp.isclose(self, *args, **kwargs)
+    def allclose(self, *args, **kwargs): return _comp.allclose(self, *args, **kwargs)
+    def equal(self, *args, **kwargs): return _comp.equal(self, *args, **kwargs)
+    def diagonal(self, *args, **kwargs): return _comp.diagonal(self, *args, **kwargs)
+    def diag(self, *args, **kwargs): return _comp.diag(self, *args, **kwargs)
+    def trace(self, *args, **kwargs): return _comp.trace(self, *args, **kwargs)
+    def roll(self, *args, **kwargs): return _comp.roll(self, *args, **kwargs)
+    def repeat_interleave(self, *args, **kwargs): return _comp.repeat_interleave(self, *args, **kwargs)
+    def tile(self, *args, **kwargs): return _comp.tile(self, *args, **kwargs)
+    def movedim(self, *args, **kwargs): return _comp.movedim(self, *args, **kwargs)
+    def nonzero(self, *args, **kwargs): return _comp.nonzero(self, *args, **kwargs)
+    def masked_select(self, *args, **kwargs): return _comp.masked_select(self, *args, **kwargs)
+    def take_along_dim(self, *args, **kwargs): return _comp.take_along_dim(self, *args, **kwargs)
+    def cumprod(self, *args, **kwargs): return _comp.cumprod(self, *args, **kwargs)
+    def bernoulli(self, *args, **kwargs): return _comp.bernoulli(self, *args, **kwargs)
+    def broadcast_to(self, *shape): return _lay.expand(self, *shape)
+    def type_as(self, other): return self.to(other.dtype)
+
     def nelement(self):
         return self.numel()
 
@@ -586,5 +612,6 @@ from .ops import layout as _lay  # noqa: E402
 from .ops import matmul as _mm  # noqa: E402
 from .ops import reduce as _red  # noqa: E402
 from .ops import random as _rops  # noqa: E402
+from .ops import composite as _comp  # noqa: E402
 from .ops import softmax as _sm  # noqa: E402
 from .ops import sort as _sort  # noqa: E402

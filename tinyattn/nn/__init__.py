@@ -8,7 +8,7 @@ from .loss import (BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1
                    NLLLoss, SmoothL1Loss)
 from .module import (Module, ModuleDict, ModuleList, Parameter, ParameterDict, ParameterList,
                      Sequential)
-from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm
+from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm
 from .conv import Conv1d, Conv2d
 from .pooling import (AdaptiveAvgPool2d, AvgPool2d, Flatten, Fold, MaxPool2d, Unflatten,
                       Unfold)

@@ -15,8 +15,9 @@ is defined in the ops/ file of its family (next to its kernels) and gathered her
 """
 from ..ops.conv import (adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, fold,  # noqa: F401
                         max_pool2d, unfold)
-from ..ops.composite import (elu, hardtanh, huber_loss, kl_div, l1_loss,  # noqa: F401
-                             leaky_relu, logsigmoid, mish, relu6, silu, smooth_l1_loss, softplus)
+from ..ops.composite import (binary_cross_entropy, cosine_similarity, elu, glu,  # noqa: F401
+                             hardtanh, huber_loss, kl_div, l1_loss, leaky_relu, logsigmoid, mish,
+                             normalize, relu6, rms_norm, silu, smooth_l1_loss, softplus)
 from ..ops.elementwise import gelu, relu, sigmoid, tanh  # noqa: F401
 from ..ops.indexing import embedding, one_hot, pad  # noqa: F401
 from ..ops.loss import (binary_cross_entropy_with_logits, cross_entropy, mse_loss,  # noqa: F401

@@ -15,6 +15,8 @@
 A fused kernel would be faster; these are short and exact, and gradcheck holds them to their
 formulas (tests/test_composite.py).
 """
+import math
+
 from ..tensor import Tensor
 from ._launch import check_tensor
 from .elementwise import (abs, clamp, exp, gt, log, lt, mul, neg, sigmoid, sub,  # noqa: A004
@@ -143,3 +145,325 @@ def dot(input, tensor):  # noqa: A002
                            f"{input.dtype} and {tensor.dtype}")
     return sum(mul(input, tensor))
 
+
+
+# ------------------------------------------------------- more everyday ops, composed
+
+def log2(input):  # noqa: A002
+    return mul(log(input), 1.0 / math.log(2.0))
+
+
+def log10(input):  # noqa: A002
+    return mul(log(input), 1.0 / math.log(10.0))
+
+
+def lerp(input, end, weight):  # noqa: A002
+    """input + weight * (end - input)."""
+    return input + mul(sub(end, input), weight)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    return input + mul(mul(tensor1, tensor2), value)
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    return input + mul(tensor1 / tensor2, value)
+
+
+def _scaled_sum(input, product, beta, alpha):
+    if not input.dtype.is_floating_point:     # PyTorch casts the scalars to the integer type
+        beta, alpha = int(beta), int(alpha)
+    a = input if beta == 1 else mul(input, beta)
+    b = product if alpha == 1 else mul(product, alpha)
+    out = a + b
+    return out if input.dtype.is_floating_point else out.to(input.dtype)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
+    """beta * input + alpha * (mat1 @ mat2), mat1 (n, m), mat2 (m, p)."""
+    from .matmul import mm
+    return _scaled_sum(input, mm(mat1, mat2), beta, alpha)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    from .matmul import bmm
+    return _scaled_sum(input, bmm(batch1, batch2), beta, alpha)
+
+
+def mv(input, vec):  # noqa: A002
+    """(n, m) @ (m,) -> (n,)."""
+    from .matmul import matmul
+    if not isinstance(input, Tensor) or input.ndim != 2 or not isinstance(vec, Tensor) \
+            or vec.ndim != 1:
+        raise RuntimeError(f"mv: expected a 2-D matrix and a 1-D vector, got "
+                           f"{getattr(input, 'shape', input)} and {getattr(vec, 'shape', vec)}")
+    return matmul(input, vec)
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    """|input - other| <= atol + rtol |other| elementwise (equal infinities are close)."""
+    from .elementwise import eq, isnan, le, logical_and, logical_or
+    if rtol < 0 or atol < 0:
+        raise RuntimeError(f"isclose: rtol and atol must be greater than or equal to zero, got "
+                           f"rtol={rtol}, atol={atol}")
+    if input.dtype.name == "bool" or other.dtype.name == "bool":
+        return eq(input, other)
+    close = le(abs(sub(input, other)), abs(other) * rtol + atol)
+    close = logical_or(close, eq(input, other))
+    if equal_nan:
+        close = logical_or(close, logical_and(isnan(input), isnan(other)))
+    return close
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    return bool(isclose(input, other, rtol, atol, equal_nan).all().item())
+
+
+def equal(input, other):  # noqa: A002
+    """True when both have the same shape and the same elements."""
+    return tuple(input.shape) == tuple(other.shape) and bool((input == other).all().item())
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):  # noqa: A002
+    """The diagonal of the (dim1, dim2) matrices, as the last dim (a copy with a gradient)."""
+    from .. import _shapes
+    from ..creation import arange
+    d1 = _shapes.normalize_dim("diagonal", dim1, input.ndim)
+    d2 = _shapes.normalize_dim("diagonal", dim2, input.ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal: dim1 and dim2 cannot be the same dimension ({dim1})")
+    rest = [d for d in range(input.ndim) if d not in (d1, d2)]
+    x = input.permute(*rest, d1, d2)                           # (..., n, m)
+    n, m = x.shape[-2], x.shape[-1]
+    import builtins
+    k = builtins.max(0, builtins.min(n - builtins.max(0, -offset), m - builtins.max(0, offset)))
+    rows = arange(k) + builtins.max(0, -offset)
+    cols = arange(k) + builtins.max(0, offset)
+    return x[(Ellipsis, rows, cols)]
+
+
+def diag(input, diagonal=0):  # noqa: A002
+    """1-D (n,) -> the (n + |k|) square matrix with it on diagonal k; 2-D -> its diagonal k."""
+    from ..creation import arange, zeros
+    if input.ndim == 2:
+        return globals()["diagonal"](input, diagonal)
+    if input.ndim != 1:
+        raise RuntimeError(f"diag: expected a 1-D or 2-D tensor, got {input.ndim}-D")
+    n = input.shape[0] + (diagonal if diagonal >= 0 else -diagonal)
+    out = zeros(n, n, dtype=input.dtype)
+    rows = arange(input.shape[0]) + (-diagonal if diagonal < 0 else 0)
+    cols = arange(input.shape[0]) + (diagonal if diagonal > 0 else 0)
+    out[rows, cols] = input
+    return out
+
+
+def trace(input):  # noqa: A002
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, got a {input.ndim}-D tensor")
+    return sum(diagonal(input))
+
+
+def roll(input, shifts, dims=None):  # noqa: A002
+    """Elements shifted along dims, wrapping around (dims None: over the flattened tensor)."""
+    from .layout import cat, narrow
+    if dims is None:
+        return roll(input.reshape(-1), shifts, 0).reshape(input.shape)
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"roll: shifts and dims must have the same length, got {shifts} and "
+                           f"{dims}")
+    out = input
+    for s, d in zip(shifts, dims):
+        n = out.shape[d]
+        if n == 0:
+            continue
+        s %= n
+        if s:
+            out = cat([narrow(out, d, n - s, s), narrow(out, d, 0, n - s)], d)
+    return out
+
+
+def repeat_interleave(input, repeats, dim=None, *, output_size=None):  # noqa: A002
+    """Each element (along dim; of the flattened tensor when dim is None) repeated."""
+    from ..creation import tensor
+    from .indexing import index_select
+    x = input.reshape(-1) if dim is None else input
+    d = 0 if dim is None else dim
+    n = x.shape[d]
+    counts = repeats.tolist() if isinstance(repeats, Tensor) else repeats
+    counts = [counts] * n if isinstance(counts, int) else list(counts)
+    if len(counts) == 1 and n != 1:
+        counts = counts * n
+    if len(counts) != n or [c for c in counts if c < 0]:
+        raise RuntimeError(f"repeat_interleave: repeats must have {n} non-negative entries")
+    index = tensor([i for i, c in enumerate(counts) for _ in range(c)], dtype=_int64_dtype())
+    if output_size is not None and output_size != index.numel():
+        raise RuntimeError(f"repeat_interleave: output_size {output_size} is not the sum of the "
+                           f"repeats ({index.numel()})")
+    return index_select(x, d, index)
+
+
+def _int64_dtype():
+    from .. import dtypes
+    return dtypes.int64
+
+
+def tile(input, dims):  # noqa: A002
+    dims = tuple(dims)
+    if len(dims) < input.ndim:
+        dims = (1,) * (input.ndim - len(dims)) + dims
+    return input.repeat(*dims)
+
+
+def movedim(input, source, destination):  # noqa: A002
+    from .. import _shapes
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source {src} and "
+                           f"destination {dst} must have the same number of dims")
+    src = [_shapes.normalize_dim("movedim", s, input.ndim) for s in src]
+    dst = [_shapes.normalize_dim("movedim", s, input.ndim) for s in dst]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim: repeated dim in source {src} or destination {dst}")
+    order = [d for d in range(input.ndim) if d not in src]
+    for s, t in sorted(zip(dst, src)):
+        order.insert(s, t)
+    return input.permute(*order)
+
+
+def nonzero(input, *, as_tuple=False):  # noqa: A002
+    """The indices of the non-zero elements: (count, ndim) int64, or one (count,) per dim."""
+    from ..creation import tensor
+    flat = input.tolist_flat()
+    shape = tuple(input.shape)
+    if not shape:                     # a 0-d tensor: (1, 0) if it is non-zero, else (0, 0)
+        from ..creation import zeros
+        out = zeros(1 if flat[0] else 0, 0, dtype=_int64_dtype())
+        if as_tuple:
+            return (zeros(1 if flat[0] else 0, dtype=_int64_dtype()),)
+        return out
+    coords = []
+    for pos, v in enumerate(flat):
+        if v:
+            c, rest = [], pos
+            for n in reversed(shape):
+                c.append(rest % n)
+                rest //= n
+            coords.append(c[::-1])
+    dt = _int64_dtype()
+    if as_tuple:
+        return tuple(tensor([c[d] for c in coords], dtype=dt) for d in range(len(shape)))
+    out = tensor(coords, dtype=dt) if coords else tensor([], dtype=dt).reshape(0, len(shape))
+    return out
+
+
+def masked_select(input, mask):  # noqa: A002
+    """The elements of input where mask is True, as a 1-D tensor (both broadcast first)."""
+    from .. import _shapes
+    shape = _shapes.broadcast_shapes("masked_select", input.shape, mask.shape) or (1,)
+    return input.expand(*shape)[mask.expand(*shape)]
+
+
+def take_along_dim(input, indices, dim=None):  # noqa: A002
+    from .. import _shapes
+    from .indexing import gather
+    if dim is None:
+        return gather(input.reshape(-1), 0, indices.reshape(-1))
+    d = _shapes.normalize_dim("take_along_dim", dim, input.ndim)
+    indices = where(lt(indices, 0), indices + input.shape[d], indices)   # -1 is the last
+    # broadcast every dim but d (PyTorch's rule), then gather
+    a = list(input.shape)
+    b = list(indices.shape)
+    a[d] = b[d] = 1
+    common = list(_shapes.broadcast_shapes("take_along_dim", tuple(a), tuple(b)))
+    ia, ib = list(common), list(common)
+    ia[d], ib[d] = input.shape[d], indices.shape[d]
+    return gather(input.expand(*ia), d, indices.expand(*ib))
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):  # noqa: A002
+    """input / max(||input||_p along dim, eps)."""
+    from .reduce import norm
+    return input / clamp(norm(input, p, dim, keepdim=True), min=eps)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) along dim (broadcasting)."""
+    from .reduce import norm
+    n1 = clamp(norm(x1, 2, dim, keepdim=True), min=eps)
+    n2 = clamp(norm(x2, 2, dim, keepdim=True), min=eps)
+    return sum(mul(x1 / n1, x2 / n2), dim)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
+                         reduction="mean"):
+    """-(t log x + (1 - t) log(1 - x)), each log clamped at -100 (PyTorch's guard against
+    log 0). input must hold probabilities in [0, 1]."""
+    check_tensor("binary_cross_entropy", input)
+    lo = input.detach().amin().item() if input.numel() else 0.0
+    hi = input.detach().amax().item() if input.numel() else 1.0
+    if lo < 0 or hi > 1:
+        raise RuntimeError("binary_cross_entropy: all elements of input should be between 0 "
+                           "and 1")
+    log_x = clamp(log(input), min=-100.0)
+    log_1mx = clamp(log(1.0 - input), min=-100.0)
+    loss = neg(target * log_x + (1.0 - target) * log_1mx)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce("binary_cross_entropy", loss, reduction)
+
+
+def glu(input, dim=-1):  # noqa: A002
+    """a * sigmoid(b), with a and b the two halves of input along dim."""
+    from .layout import chunk
+    if input.shape[dim] % 2:
+        raise RuntimeError(f"glu: halving dimension must be even, but dimension {dim} is size "
+                           f"{input.shape[dim]}")
+    a, b = chunk(input, 2, dim)
+    return mul(a, sigmoid(b))
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
+    """input / sqrt(mean(input^2 over the last len(normalized_shape) dims) + eps) * weight;
+    eps defaults to the dtype's machine epsilon, as in PyTorch."""
+    from .elementwise import rsqrt
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not shape:
+        raise RuntimeError("rms_norm: Expected normalized_shape to be at least 1-dimensional")
+    if tuple(input.shape[input.ndim - len(shape):]) != shape:
+        raise RuntimeError(f"rms_norm: expected input with trailing shape {shape}, got "
+                           f"{tuple(input.shape)}")
+    if eps is None:
+        eps = 1.1920928955078125e-07 if input.dtype.name == "float32" else 2.220446049250313e-16
+    dims = tuple(range(input.ndim - len(shape), input.ndim))
+    out = mul(input, rsqrt(mean(mul(input, input), dims, keepdim=True) + eps))
+    return out if weight is None else mul(out, weight)
+
+
+def cumprod(input, dim, dtype=None):  # noqa: A002
+    """Running products along dim: one product per position (exact gradients with zeros)."""
+    from .layout import narrow
+    if dtype is not None:
+        input = input.to(dtype)
+    if input.ndim == 0:
+        return input.clone()
+    from .. import _shapes
+    d = _shapes.normalize_dim("cumprod", dim, input.ndim)
+    n = input.shape[d]
+    if n == 0:
+        return input.clone()
+    acc = narrow(input, d, 0, 1)
+    outs = [acc]
+    for i in range(1, n):
+        acc = mul(acc, narrow(input, d, i, 1))
+        outs.append(acc)
+    from .layout import cat
+    return cat(outs, d)
+
+
+def bernoulli(input, *, generator=None):  # noqa: A002
+    """1 with probability input[i], else 0, in input's dtype."""
+    from ..creation import rand_like
+    return (rand_like(input, generator=generator) < input).to(input.dtype)
