@@ -175,6 +175,8 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     """`steps` evenly spaced values from start to end inclusive."""
     _device.check(device, "linspace")
+    if not isinstance(steps, int) or isinstance(steps, bool):
+        raise TypeError(f"linspace: steps must be an int, got {type(steps).__name__}")
     if steps < 0:
         raise ValueError(f"linspace: steps must be non-negative, got {steps}")
     dtype = _dt.get(dtype or _dt.float32)

@@ -466,8 +466,17 @@ def sub(a, b, alpha=1):
 
 
 def rsub(a, b):
-    """b - a (the reflected subtraction: `2 - x`)."""
+    """b - a (the reflected subtraction: `2 - x`); a must be a tensor, as in PyTorch."""
+    _need_tensors("rsub", a)
     return _binary(Sub, KE.SUB, b, a)
+
+
+def _need_tensors(name, *xs):
+    """PyTorch's rule for these ops: tensor operands only (a number raises, it is not cast)."""
+    for x in xs:
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{name}: expected Tensor operands, got {type(x).__name__} "
+                            f"(wrap numbers with tinyattn.tensor(...))")
 
 
 def mul(a, b):
@@ -558,6 +567,7 @@ def _bool_as_int(fn, a, b):
 
 
 def maximum(a, b):
+    _need_tensors("maximum", a, b)
     out = _bool_as_int(maximum, a, b)
     return out if out is not None else _binary(Maximum, KE.MAXIMUM, a, b)
 
@@ -641,6 +651,7 @@ def floor_divide(a, b):
 
 
 def minimum(a, b):
+    _need_tensors("minimum", a, b)
     out = _bool_as_int(minimum, a, b)
     return out if out is not None else _binary(Minimum, KE.MINIMUM, a, b)
 
@@ -734,14 +745,17 @@ def bitwise_not(x):
 
 
 def logical_and(a, b):
+    _need_tensors("logical_and", a, b)
     return _compare(KE.AND, "logical_and", a, b)
 
 
 def logical_or(a, b):
+    _need_tensors("logical_or", a, b)
     return _compare(KE.OR, "logical_or", a, b)
 
 
 def logical_xor(a, b):
+    _need_tensors("logical_xor", a, b)
     return _compare(KE.XOR, "logical_xor", a, b)
 
 
