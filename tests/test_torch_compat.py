@@ -425,6 +425,8 @@ def test_rounding_log1p_expm1_and_div_modes():
     y = f64(4)
     assert gradcheck(ta.log1p, [ta.tensor([0.1, 0.5, 2.0], dtype=ta.float64, requires_grad=True)])
     assert gradcheck(ta.expm1, [y])
+    assert gradcheck(ta.erf, [y])
+    assert ta.erf(ta.tensor([0.0, math.inf, -math.inf])).tolist() == [0.0, 1.0, -1.0]
     assert ta.div(ta.tensor([-7, 7]), 2, rounding_mode="trunc").tolist() == [-3, 3]
     assert ta.div(ta.tensor([-7, 7]), 2, rounding_mode="floor").tolist() == [-4, 3]
     assert ta.div(ta.tensor([-7.0, 7.0]), 2, rounding_mode="trunc").tolist() == [-3.0, 3.0]
@@ -434,6 +436,8 @@ def test_rounding_log1p_expm1_and_div_modes():
     torch = pytest.importorskip("torch")
     for name in ("floor", "ceil", "trunc", "round"):
         assert_close(getattr(ta, name)(x), getattr(torch, name)(to_torch(x)))
+    z = ta.tensor([-3.0, -0.5, 0.0, 0.2, 1.7, 5.0], dtype=ta.float64)
+    assert_close(ta.erf(z), torch.erf(to_torch(z)), atol=1e-15)
 
 
 def test_prod_with_zeros_and_integers():

@@ -530,6 +530,7 @@ class Tensor:
     def round(self, decimals=0): return _ew.round(self, decimals)
     def log1p(self): return _ew.log1p(self)
     def expm1(self): return _ew.expm1(self)
+    def erf(self): return _ew.erf(self)
     def prod(self, dim=None, keepdim=False, dtype=None):
         return _red.prod(self, dim, keepdim, dtype)
     def __eq__(self, other): return _ew.eq(self, other)

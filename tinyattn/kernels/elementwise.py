@@ -40,7 +40,7 @@ from .tiers import register
 
 # --- op codes: unary (p1, p2 are optional float parameters), binary, comparison and logic ---
 NEG, ABS, EXP, LOG, SQRT, TANH, SIGMOID, RELU, GELU, GELU_TANH, CLAMP, POW, SIN, COS = range(14)
-FLOOR, CEIL, TRUNC, ROUND, LOG1P, EXPM1 = range(14, 20)
+FLOOR, CEIL, TRUNC, ROUND, LOG1P, EXPM1, ERF = range(14, 21)
 ADD, SUB, MUL, DIV, POW2, MAXIMUM, MINIMUM, REMAINDER, FLOOR_DIVIDE = range(100, 109)
 EQ, NE, LT, LE, GT, GE, AND, OR, XOR = range(200, 209)  # outputs are bool (0/1 bytes)
 
@@ -146,6 +146,8 @@ def _unary_value(op, x, p1, p2):
         return math.log1p(x) if x > -1.0 else (-math.inf if x == -1.0 else math.nan)
     if op == EXPM1:
         return math.expm1(x) if x < 709.0 else math.inf
+    if op == ERF:
+        return math.erf(x)
     return math.cos(x)  # COS
 
 
@@ -186,6 +188,8 @@ def _unary_derivative(op, x, y, p1, p2):
         return _div(1.0, 1.0 + x)
     if op == EXPM1:
         return y + 1.0
+    if op == ERF:  # 2 / sqrt(pi) exp(-x^2)
+        return 1.1283791670955126 * math.exp(-x * x)
     return -math.sin(x)  # COS
 
 

@@ -69,7 +69,7 @@ _UNARY_NAMES = {KE.NEG: "Neg", KE.ABS: "Abs", KE.EXP: "Exp", KE.LOG: "Log", KE.S
                 KE.TANH: "Tanh", KE.SIGMOID: "Sigmoid", KE.RELU: "Relu", KE.GELU: "Gelu",
                 KE.GELU_TANH: "Gelu", KE.CLAMP: "Clamp", KE.POW: "Pow", KE.SIN: "Sin", KE.COS: "Cos",
                 KE.FLOOR: "Floor", KE.CEIL: "Ceil", KE.TRUNC: "Trunc", KE.ROUND: "Round",
-                KE.LOG1P: "Log1p", KE.EXPM1: "Expm1"}
+                KE.LOG1P: "Log1p", KE.EXPM1: "Expm1", KE.ERF: "Erf"}
 
 
 def _unary(op, x, p1=0.0, p2=0.0, name=""):
@@ -139,6 +139,11 @@ def log1p(x):
 def expm1(x):
     """exp(x) - 1, exact for small x."""
     return _unary(KE.EXPM1, x, name="expm1")
+
+
+def erf(x):
+    """The error function, 2/sqrt(pi) * integral of exp(-t^2) from 0 to x."""
+    return _unary(KE.ERF, x, name="erf")
 
 
 def _rounding(op, name, x):
