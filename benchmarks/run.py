@@ -6,7 +6,7 @@
 again with numba compiling for Haswell (AVX-512 off) and PyTorch limited to AVX2, and prints the
 widest vector register numba's code uses, so the limit is checked, not assumed.
 
-Sections (all by default): matmul, softmax, overhead, steps, startup, memory.
+Sections (all by default): matmul, softmax, sdpa, conv, overhead, steps, startup, memory.
 
 Each row times tinyattn and PyTorch (CPU, ``torch.set_num_threads(2)``) in this process, in
 alternating rounds (tinyattn, PyTorch, tinyattn, ...) so that both meet the same background load,
@@ -84,7 +84,7 @@ import tinyattn as ta  # noqa: E402
 from tinyattn import nn  # noqa: E402
 from tinyattn.kernels import threads  # noqa: E402
 
-SECTIONS = ("matmul", "softmax", "conv", "overhead", "steps", "startup", "memory")
+SECTIONS = ("matmul", "softmax", "sdpa", "conv", "overhead", "steps", "startup", "memory")
 
 
 # ============================================================================ timing
@@ -257,6 +257,95 @@ def bench_softmax(res, timer, torch):
             nbytes = 5 * rows * cols * 4
             res.add("softmax", f"{fn} fwd+bwd {rows}x{cols}", "GB/s", nbytes / t_ours / 1e9,
                     nbytes / t_theirs / 1e9 if t_theirs else None, "higher", (">=", 1.2))
+
+
+# ============================================================================ fused attention
+
+SDPA_CASES = ((1024, False), (1024, True), (4096, False), (4096, True))   # (T, is_causal)
+
+SDPA_MEMORY_CHILD = r"""
+import json, sys
+LIB, T, causal, B, H, D = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", 1, 8, 64
+
+def status_mb(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+
+if LIB == "tinyattn":
+    import tinyattn as lib
+    F = lib.nn.functional
+else:
+    import torch as lib
+    lib.set_num_threads(2)
+    F = lib.nn.functional
+q, k, v = (lib.randn(B, H, T, D, requires_grad=True) for _ in range(3))
+g = lib.randn(B, H, T, D)
+
+def step():
+    F.scaled_dot_product_attention(q, k, v, is_causal=causal).backward(g)
+
+step()                       # warm-up: kernels loaded, gradients allocated once
+before = status_mb("VmRSS")  # inputs, gradients and the warm-up's leftovers are resident
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")             # restart the peak (VmHWM) here
+q.grad = k.grad = v.grad = None
+step()
+print(json.dumps({"extra_mb": status_mb("VmHWM") - before}))
+"""
+
+
+def bench_sdpa(res, timer, torch):
+    """scaled_dot_product_attention forward + backward, batch 1, 8 heads, head dim 64, fp32: the
+    fused kernel (kernels/flash.py) against PyTorch's (its CPU flash kernel). Time (ms), the peak
+    memory the call adds (MB, in child processes), and the largest difference from the reference
+    tier on one head (float32 results compared as float64)."""
+    from tinyattn.kernels import tiers
+    B, H, D = 1, 8, 64
+    for T, causal in SDPA_CASES:
+        ta.manual_seed(0)
+        q, k, v = (ta.randn(B, H, T, D, requires_grad=True) for _ in range(3))
+        g = ta.randn(B, H, T, D)
+        F = ta.nn.functional
+
+        def ours(q=q, k=k, v=v, g=g, causal=causal):
+            F.scaled_dot_product_attention(q, k, v, is_causal=causal).backward(g)
+            q.grad = k.grad = v.grad = None
+
+        theirs = None
+        if torch is not None:
+            tq, tk, tv = (torch.tensor(x.tolist(), requires_grad=True) for x in (q, k, v))
+            tg = torch.tensor(g.tolist())
+
+            def theirs(q=tq, k=tk, v=tv, g=tg, causal=causal):
+                torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal) \
+                    .backward(g)
+                q.grad = k.grad = v.grad = None
+
+        t_ours, t_theirs = timer.run([ours, theirs], pause_after=(1,))
+        # exactness: head 0 on both tiers
+        outs = {}
+        for tier in ("fast", "reference"):
+            with tiers.use(tier):
+                xs = [x[:, :1].detach().requires_grad_() for x in (q, k, v)]
+                o = F.scaled_dot_product_attention(*xs, is_causal=causal)
+                o.backward(g[:, :1])
+                outs[tier] = [o.detach()] + [x.grad for x in xs]
+        err = max((a - b).abs().max().item() for a, b in zip(outs["fast"], outs["reference"]))
+        name = f"T={T}{' causal' if causal else ''}"
+        res.add("sdpa", f"fused SDPA fwd+bwd B1 H8 D64 {name}", "ms", t_ours * 1e3,
+                t_theirs * 1e3 if t_theirs else None, "lower", ("<=", 1.0),
+                note=f"max |fast - reference| on one head {err:.1e} (target 1e-5: "
+                     f"{'met' if err <= 1e-5 else 'NOT met'})")
+        res.rows[-1]["reference_error"] = err
+        mem_ours, _ = _child(SDPA_MEMORY_CHILD, ["tinyattn", str(T), str(int(causal))], _env())
+        mem_theirs = None
+        if torch is not None:
+            mem_theirs = _child(SDPA_MEMORY_CHILD, ["torch", str(T), str(int(causal))],
+                                _env())[0]
+        res.add("sdpa", f"peak extra memory of that call, {name}", "MB", mem_ours["extra_mb"],
+                mem_theirs["extra_mb"] if mem_theirs else None, "lower", ("<=", 1.2))
 
 
 # ============================================================================ convolution
@@ -731,6 +820,8 @@ def main(argv=None):
         bench_matmul(res, timer, torch, args.quick)
     if "softmax" in sections:
         bench_softmax(res, timer, torch)
+    if "sdpa" in sections:
+        bench_sdpa(res, timer, torch)
     if "conv" in sections:
         bench_conv(res, timer, torch)
     if "overhead" in sections:

@@ -161,6 +161,18 @@ def test_order_key_orders_like_the_floats():
     assert KS._row_max(x, len(x)) == 7.5
 
 
+def test_order_key32_orders_like_the_float32s():
+    # the int32 keys of the float32 row maxima (kernels/flash.py): order and round trip
+    twin_key = KX.order_key32.py_func if JIT else KX.order_key32
+    twin_back = KX.from_order_key32.py_func if JIT else KX.from_order_key32
+    vals = sorted([-math.inf, -3.0e38, -2.5, -1e-40, -0.0, 0.0, 1e-40, 3.0, 3.0e38, math.inf])
+    vals = [KX.bits_float32(KX.float32_bits(v)) for v in vals]     # exactly float32
+    keys = [twin_key(v) for v in vals]
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+    assert [twin_back(k) for k in keys] == vals
+    assert twin_key(math.nan) > twin_key(math.inf)          # NaN (sign bit clear) wins a maximum
+
+
 @pytest.mark.parametrize("log", [False, True])
 def test_softmax_float32_rows_threaded(log):
     """float32 rows (exp_float32), split between two threads, against the float64 formula."""

@@ -308,6 +308,25 @@ def test_conv_unfold_fold(case, N, C, seed, dtype):
         _agree(lambda x: F.max_pool2d(x, k, s, 0, 1, True), x, **_tol(dtype))
 
 
+@FEW
+@given(L=st.integers(1, 70), S=st.integers(1, 140), E=st.integers(1, 9), causal=st.booleans(),
+       masked=st.booleans(), seed=seeds, dtype=dtypes)
+def test_flash_attention(L, S, E, causal, masked, seed, dtype):
+    # The fused kernel: plain three-pass loops against the tiled online softmax (kernels/flash.py).
+    from tinyattn.nn.attention import SDPBackend, sdpa_kernel
+    q = make_tensor((2, L, E), "contiguous", seed, dtype)
+    k = make_tensor((2, S, E), "transposed" if E > 1 else "contiguous", seed + 1, dtype)
+    v = make_tensor((2, S, 3), "contiguous", seed + 2, dtype)
+    mask = None
+    if masked and not causal:
+        mask = make_tensor((L, S), "contiguous", seed + 3, dtype) > -0.5
+
+    def attn(q, k, v):
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
+    _agree(attn, q, k, v, **_tol(dtype))
+
+
 def test_every_differing_kernel_was_compared(request):
     """Every kernel with two versions was called on both tiers by the tests above (which run
     first: pytest keeps a file's order). Skipped when only some of them were selected."""

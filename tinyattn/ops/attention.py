@@ -27,6 +27,7 @@ from ..autograd import Function
 from ..kernels import attention as KA
 from ..creation import arange, tensor
 from ..tensor import Tensor, _empty
+from . import flash as _flash
 from ._launch import packed
 from .elementwise import le, logical_not, lt, where
 from .layout import to_dtype
@@ -290,17 +291,20 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             key = _repeat_kv_heads(key, hq // hkv)
             value = _repeat_kv_heads(value, hq // hkv)
     mask = None
-    if is_causal:
-        if attn_mask is not None:
-            raise RuntimeError(f"{op}: an explicit attn_mask must not be given with "
-                               f"is_causal=True (as in PyTorch); pass one or the other")
-        mask = causal_mask(L, S, convention="sdpa")                  # (L, S) True = may attend
-    elif attn_mask is not None:
+    if is_causal and attn_mask is not None:
+        raise RuntimeError(f"{op}: an explicit attn_mask must not be given with "
+                           f"is_causal=True (as in PyTorch); pass one or the other")
+    if attn_mask is not None:
         mask = check_mask_dtype(op, "attn_mask", attn_mask, query.dtype)
         batch = _shapes.broadcast_shapes(op, query.shape[:-2], key.shape[:-2])
         _shapes.broadcast_shapes(f"{op} (attn_mask against the scores (..., L, S))",
                                  mask.shape, batch + (L, S))
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
+    if _flash.use_fused(query, key, value, mask, dropout_p, return_weights):
+        # One node, no (L, S) weights stored: kernels/flash.py (chapter 10).
+        return _flash.flash_attention(query, key, value, mask, is_causal, scale)
+    if is_causal:
+        mask = causal_mask(L, S, convention="sdpa")                  # (L, S) True = may attend
     out, weights = attend(query, key, value, mask, dropout_p, scale)
     return (out, weights) if return_weights else out
 

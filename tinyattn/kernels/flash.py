@@ -1,0 +1,578 @@
+"""Fused scaled dot-product attention: FlashAttention (Dao et al., 2022; Dao, 2023) in numba.
+
+For one batch entry (a head) with queries Q (L, E), keys K (S, E), values V (S, Ev):
+
+    s[i, j] = scale * q_i . k_j + m[i, j]          m: additive mask (0 / -inf), causal: -inf for j > i
+    p[i, j] = exp(s[i, j] - lse_i),                 lse_i = log sum_j exp(s[i, j])
+    o_i     = sum_j p[i, j] v_j                                                       out (L, Ev)
+
+Backward, with g_i = dL/do_i and D_i = g_i . o_i (= sum_j p[i, j] g_i . v_j):
+
+    dv_j = sum_i p[i, j] g_i
+    ds[i, j] = p[i, j] (g_i . v_j - D_i)
+    dq_i = scale * sum_j ds[i, j] k_j,   dk_j = scale * sum_i ds[i, j] q_i
+
+Nothing of size L x S is ever stored: the forward keeps only lse (L,) for the backward, which
+recomputes p block by block. A row whose keys are all masked gets o_i = 0, lse_i = +inf (so that
+the backward's p is exp(-inf) = 0), and zero gradients -- where PyTorch's kernels give NaN.
+
+Buffers: q (nb, L, E), k (nb, S, E), v (nb, S, Ev), out (nb, L, Ev), dq/dk/dv like q/k/v, all
+contiguous; lse (nb, L). The mask, when `has_mask`, is a strided view: element (b, i, j) at
+mask[m_off + (b // nb1)*m_s0 + (b % nb1)*m_s1 + i*m_sl + j*m_ss] (a batch of (nb0, nb1) entries,
+e.g. (B, H), any stride may be 0 for broadcast). The caller validates every shape and stride.
+
+The reference tier (`flash_forward_reference`, `flash_backward_reference`) is the equations above as
+plain loops, one query row at a time, three passes (scores and max, exps and sum, weighted sum of v),
+summed in float64: the oracle. The fast tier is FlashAttention's tiling:
+
+1. Queries in blocks of BR rows, keys in blocks of BC. A block of scores Q_blk K_blk^T (BR x BC)
+   is one small matmul on the register-tiled micro-kernel of matmul.py, with K^T packed once per
+   head so that the micro-kernel reads contiguous 16-wide rows.
+2. Online softmax: each row keeps a running maximum m and normaliser l. When a block brings a
+   larger maximum m', the sums so far are rescaled by exp(m - m'):  l <- l e^(m - m') + sum_j
+   e^(s_j - m'),  o <- o e^(m - m') + sum_j e^(s_j - m') v_j. After the last block, o / l is the
+   softmax-weighted sum and m + log l is lse.
+3. Causal masks skip every key block that lies wholly above the diagonal (half the work).
+4. Backward (FlashAttention-2's order): per head, key blocks outside, query blocks inside; dk and dv
+   of a key block accumulate in scratch, dq in a per-head buffer. Five micro-kernel matmuls per
+   block pair: S = Q K^T, dV += P^T dO, dP = dO V^T, dK += dS^T Q, dQ += dS K.
+5. Threads: the forward shares (head, query block) units among the cores, the backward whole heads.
+
+Chapter 10 of the tour (docs/10-flash-attention.md) walks through this file.
+"""
+import array
+import math
+import threading
+
+import numba
+from numba import njit
+
+from . import threads
+from .buffers import as_array
+from .exp import (exp, exp_float32, f32, from_order_key, from_order_key32, order_key,
+                  order_key32)
+from .jit import kernel, vector_kernel
+from .matmul import MR, NR, _micro, _slp_vectoriser
+from .tiers import register
+
+__all__ = ["flash_forward", "flash_backward", "BR", "BC"]
+
+# Block sizes: a BR x BC block of scores (32 KiB in fp32 at 64 x 128) and the BR x E block of Q
+# stay in L1/L2 while the micro-kernel runs over them. Multiples of MR (8) and NR (16).
+BR = 64
+BC = 128
+
+
+# ============================================================================ the reference tier
+
+@kernel
+def _forward_reference(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causal, scale,
+                       out, lse, row, nb1, nb, L, S, E, Ev):
+    """The equations of the module docstring, one query row at a time, in three passes; `row` is
+    scratch for one row of scores (S,). Sums in float64."""
+    for b in range(nb):
+        m_base = m_off + (b // nb1) * m_s0 + (b % nb1) * m_s1
+        for i in range(L):
+            # pass 1: the scores s_j = scale * q_i . k_j + m_ij, and their maximum
+            top = -math.inf
+            for j in range(S):
+                s = 0.0
+                for e in range(E):
+                    s += float(q[(b * L + i) * E + e]) * float(k[(b * S + j) * E + e])
+                s *= scale
+                if has_mask:
+                    s += mask[m_base + i * m_sl + j * m_ss]
+                if causal and j > i:
+                    s = -math.inf
+                row[j] = s
+                top = max(top, s)
+            o = (b * L + i) * Ev
+            if top == -math.inf:            # every key masked: output 0, lse +inf (p = 0)
+                for c in range(Ev):
+                    out[o + c] = 0.0
+                lse[b * L + i] = math.inf
+                continue
+            # pass 2: p_j = exp(s_j - max) and their sum l
+            total = 0.0
+            for j in range(S):
+                row[j] = math.exp(row[j] - top)
+                total += row[j]
+            # pass 3: o_i = sum_j p_j v_j / l
+            for c in range(Ev):
+                acc = 0.0
+                for j in range(S):
+                    acc += row[j] * float(v[(b * S + j) * Ev + c])
+                out[o + c] = acc / total
+            lse[b * L + i] = top + math.log(total)
+
+
+@kernel
+def _backward_reference(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask,
+                        causal, scale, dq, dk, dv, nb1, nb, L, S, E, Ev):
+    """dq, dk, dv from the module docstring's equations, recomputing p[i, j] = exp(s_ij - lse_i)
+    one pair (i, j) at a time. dq, dk, dv are overwritten."""
+    for t in range(nb * L * E):
+        dq[t] = 0.0
+    for t in range(nb * S * E):
+        dk[t] = 0.0
+    for t in range(nb * S * Ev):
+        dv[t] = 0.0
+    for b in range(nb):
+        m_base = m_off + (b // nb1) * m_s0 + (b % nb1) * m_s1
+        for i in range(L):
+            qi = (b * L + i) * E
+            oi = (b * L + i) * Ev
+            d_i = 0.0                        # D_i = g_i . o_i
+            for c in range(Ev):
+                d_i += float(dout[oi + c]) * float(out[oi + c])
+            for j in range(S):
+                kj = (b * S + j) * E
+                vj = (b * S + j) * Ev
+                s = 0.0
+                for e in range(E):
+                    s += float(q[qi + e]) * float(k[kj + e])
+                s *= scale
+                if has_mask:
+                    s += mask[m_base + i * m_sl + j * m_ss]
+                if causal and j > i:
+                    s = -math.inf
+                p = math.exp(s - lse[b * L + i])     # 0 for masked keys (and all-masked rows)
+                if p == 0.0:
+                    continue
+                dp = 0.0                         # g_i . v_j
+                for c in range(Ev):
+                    dp += float(dout[oi + c]) * float(v[vj + c])
+                    dv[vj + c] += p * dout[oi + c]
+                ds = p * (dp - d_i) * scale
+                for e in range(E):
+                    dq[qi + e] += ds * k[kj + e]
+                    dk[kj + e] += ds * q[qi + e]
+
+
+def flash_forward_reference(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causal,
+                            scale, out, lse, nb1, nb, L, S, E, Ev):
+    """out, lse = attention forward (module docstring), plain loops."""
+    row = array.array("d", bytes(8 * max(S, 1)))
+    _forward_reference(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causal, scale,
+                       out, lse, row, nb1, nb, L, S, E, Ev)
+
+
+def flash_backward_reference(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss,
+                             has_mask, causal, scale, dq, dk, dv, nb1, nb, L, S, E, Ev):
+    """dq, dk, dv of attention (module docstring), plain loops."""
+    _backward_reference(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask,
+                        causal, scale, dq, dk, dv, nb1, nb, L, S, E, Ev)
+
+
+# ============================================================================ the fast tier
+
+def _up(n, m):
+    return (n + m - 1) // m * m
+
+
+def block_sizes(L, S):
+    """(br, bc): BR x BC, shrunk for short sequences so that a block is not mostly padding."""
+    return min(BR, _up(max(L, 1), MR)), min(BC, _up(max(S, 1), NR))
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
+def _tile_mm(a, a_pos, a_rs, a_ps, b, b_pos, b_ss, b_ps, kc, c, c_pos, c_rs, M, N, accumulate):
+    """C[:M, :N] (+)= A[:M, :kc] @ B[:kc, :N] with the micro-kernel of matmul.py; M a multiple of
+    MR, N of NR. A[i, p] = a[a_pos + i*a_rs + p*a_ps], C[i, j] = c[c_pos + i*c_rs + j], and B in
+    16-wide strips: B[p, s*NR + t] = b[b_pos + s*b_ss + p*b_ps + t] (a row-major B has b_ss = NR;
+    a packed one b_ps = NR, b_ss = NR * kc). Every element must be in bounds (nothing is checked).
+    A function of its own (not inlined): the five matmuls of the backward share one copy."""
+    for j in range(0, N, NR):                # a 16-wide strip of B stays in L1 ...
+        b_strip = b_pos + (j // NR) * b_ss
+        for i in range(0, M, MR):            # ... while the row strips of A pass over it
+            _micro(a, a_pos + i * a_rs, a_rs, a_ps, b, b_strip, b_ps, kc,
+                   c, c_pos + i * c_rs + j, c_rs, accumulate)
+
+
+@vector_kernel
+def _online_row(srow, nv, n, scale, mk, m_pos, m_ss, has_mask, m_old, single):
+    """One row of a block pair in the forward: raw scores q_i . k_j in srow[:nv] become
+    p_j = exp(s_j - m_new), s_j = scale * srow[j] + mask_j, with m_new = max(m_old, max_j s_j);
+    srow[nv:n] = 0. Returns (m_new, sum_j p_j); (-inf, 0) when every s_j so far is -inf."""
+    sc = scale
+    if has_mask or scale <= 0.0:        # s_j must be formed (and stored) before its maximum
+        sc = 1.0
+        if single:
+            s32 = f32(scale)
+            if has_mask:
+                for j in range(nv):
+                    srow[j] = srow[j] * s32 + mk[m_pos + j * m_ss]
+            else:
+                for j in range(nv):
+                    srow[j] = srow[j] * s32
+        elif has_mask:
+            for j in range(nv):
+                srow[j] = srow[j] * scale + mk[m_pos + j * m_ss]
+        else:
+            for j in range(nv):
+                srow[j] = srow[j] * scale
+    # max_j s_j = scale * max_j srow[j] (scale > 0), as a vectorised integer maximum (exp.py)
+    if single:
+        key32 = order_key32(f32(-math.inf))
+        for j in range(nv):
+            key32 = max(key32, order_key32(srow[j]))
+        top = float(from_order_key32(key32))
+    else:
+        key = order_key(-math.inf)
+        for j in range(nv):
+            key = max(key, order_key(srow[j]))
+        top = from_order_key(key)
+    m_new = max(m_old, top * sc)
+    total = 0.0
+    if m_new == -math.inf:
+        for j in range(n):
+            srow[j] = 0.0
+        return m_new, total
+    total = _exp_row(srow, nv, n, sc, m_new, single)
+    return m_new, total
+
+
+@vector_kernel
+def _probs_row(srow, nv, n, scale, mk, m_pos, m_ss, has_mask, lse, single):
+    """One row of a block pair in the backward: srow[j] = exp(scale * srow[j] + mask_j - lse)
+    for j < nv (the forward's weights, recomputed), 0 for nv <= j < n."""
+    if has_mask:
+        if single:
+            s32 = f32(scale)
+            l32 = f32(lse)
+            for j in range(nv):
+                srow[j] = exp_float32(srow[j] * s32 + mk[m_pos + j * m_ss] - l32)
+        else:
+            for j in range(nv):
+                srow[j] = exp(srow[j] * scale + mk[m_pos + j * m_ss] - lse)
+        for j in range(nv, n):
+            srow[j] = 0.0
+    else:
+        _exp_row(srow, nv, n, scale, lse, single)
+
+
+@vector_kernel
+def _exp_row(srow, nv, n, scale, shift, single):
+    """srow[j] = exp(scale * srow[j] - shift) for j < nv, 0 for nv <= j < n; returns the sum."""
+    if single:
+        s32 = f32(0.0)
+        sc = f32(scale)
+        sh = f32(shift)
+        for j in range(nv):
+            e = exp_float32(srow[j] * sc - sh)
+            srow[j] = e
+            s32 += e
+        total = float(s32)
+    else:
+        total = 0.0
+        for j in range(nv):
+            e = exp(srow[j] * scale - shift)
+            srow[j] = e
+            total += e
+    for j in range(nv, n):
+        srow[j] = 0.0
+    return total
+
+
+@vector_kernel
+def _scale_row(row, n, alpha):
+    for c in range(n):
+        row[c] *= alpha
+
+
+@vector_kernel
+def _pack_head(src, pos, rows, cols, dst, d_pos, d_rows, d_cols, transpose):
+    """dst (d_rows, d_cols) = src[pos:] (rows, cols) zero-padded, or its transpose (d_rows >= cols,
+    d_cols >= rows) when `transpose`."""
+    for t in range(d_rows * d_cols):
+        dst[d_pos + t] = 0.0
+    if transpose:
+        for r in range(rows):
+            for c in range(cols):
+                dst[d_pos + c * d_cols + r] = src[pos + r * cols + c]
+    else:
+        for r in range(rows):
+            d_row = dst[d_pos + r * d_cols:d_pos + r * d_cols + cols]
+            s_row = src[pos + r * cols:pos + (r + 1) * cols]
+            for c in range(cols):
+                d_row[c] = s_row[c]
+
+
+@vector_kernel
+def _pack_strips(src, pos, rows, cols, dst, d_pos, d_rows):
+    """The transpose of src[pos:] (rows, cols) in 16-wide strips, the layout the micro-kernel
+    reads best: dst[d_pos + t*NR*cols + c*NR + u] = src[pos + (t*NR + u)*cols + c], zero for
+    rows <= t*NR + u < d_rows (a multiple of NR). Row r of src becomes column r of the result;
+    the rows of a strip are NR floats apart (not d_rows: no 4 KiB aliasing of long rows)."""
+    for t in range(d_rows * cols):
+        dst[d_pos + t] = 0.0
+    for r in range(rows):
+        base = d_pos + (r // NR) * NR * cols + r % NR
+        for c in range(cols):
+            dst[base + c * NR] = src[pos + r * cols + c]
+
+
+def forward_scratch_size(L, S, E, Ev, br, bc):
+    return E * _up(S, bc) + _up(S, bc) * _up(Ev, NR) + br * E + br * bc + br * _up(Ev, NR) + 2 * br
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _forward_units(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causal, scale,
+                   out, lse, nb1, L, S, E, Ev, br, bc, u0, u1, scratch, single):
+    """Units u0 <= u < u1 of the forward: unit u is query block (u % nqb) of head u // nqb."""
+    Q = as_array(q)
+    K = as_array(k)
+    V = as_array(v)
+    Mk = as_array(mask)
+    O = as_array(out)
+    LSE = as_array(lse)
+    W = as_array(scratch)
+    Sp = (S + bc - 1) // bc * bc
+    Evp = (Ev + NR - 1) // NR * NR
+    kt = 0                       # K^T of the head in 16-wide strips (E, Sp), zero-padded
+    vp = kt + E * Sp             # V of the head (Sp, Evp), zero-padded
+    qb = vp + Sp * Evp           # a short last block of Q, zero-padded (br, E)
+    sb = qb + br * E             # scores, then p, of one block pair (br, bc)
+    ob = sb + br * bc            # the block's output accumulator (br, Evp)
+    mr = ob + br * Evp           # running maximum per row (br,)
+    lr = mr + br                 # running normaliser per row (br,)
+    nqb = (L + br - 1) // br
+    head = -1
+    for u in range(u0, u1):
+        b = u // nqb
+        i0 = (u - b * nqb) * br
+        rows = min(br, L - i0)
+        if b != head:            # pack K^T and V once per head
+            head = b
+            _pack_strips(K, b * S * E, S, E, W, kt, Sp)
+            _pack_head(V, b * S * Ev, S, Ev, W, vp, Sp, Evp, False)
+        if rows == br:           # read Q in place
+            a_src, a_pos = Q, (b * L + i0) * E
+        else:
+            _pack_head(Q, (b * L + i0) * E, rows, E, W, qb, br, E, False)
+            a_src, a_pos = W, qb
+        for t in range(br * Evp):
+            W[ob + t] = 0.0
+        for i in range(br):
+            W[mr + i] = -math.inf
+            W[lr + i] = 0.0
+        m_base = m_off + (b // nb1) * m_s0 + (b % nb1) * m_s1
+        n_keys = min(S, i0 + rows) if causal else S     # causal: no key beyond the last row
+        for j0 in range(0, n_keys, bc):
+            # scores of the block pair: (br, E) @ (E, bc)
+            _tile_mm(a_src, a_pos, E, 1, W, kt + j0 * E, NR * E, NR, E, W, sb, bc, br, bc, False)
+            for i in range(br):
+                srow = W[sb + i * bc:sb + (i + 1) * bc]
+                gi = i0 + i
+                nv = min(bc, S - j0)
+                if causal:
+                    nv = min(nv, gi - j0 + 1)
+                if i >= rows or nv <= 0:    # padding row, or no key of this block is visible
+                    for j in range(bc):
+                        srow[j] = 0.0
+                    continue
+                m_old = W[mr + i]
+                m_new, l_blk = _online_row(srow, nv, bc, scale, Mk,
+                                           m_base + gi * m_sl + j0 * m_ss, m_ss, has_mask,
+                                           m_old, single)
+                if m_new == -math.inf:      # all keys so far masked
+                    continue
+                if m_new != m_old:          # a larger maximum: rescale what was summed so far
+                    alpha = math.exp(m_old - m_new)
+                    W[lr + i] *= alpha
+                    _scale_row(W[ob + i * Evp:ob + (i + 1) * Evp], Evp, alpha)
+                W[lr + i] += l_blk
+                W[mr + i] = m_new
+            # output accumulator += p @ V_blk: (br, bc) @ (bc, Evp)
+            _tile_mm(W, sb, bc, 1, W, vp + j0 * Evp, NR, Evp, bc, W, ob, Evp, br, Evp, True)
+        for i in range(rows):
+            o = (b * L + i0 + i) * Ev
+            total = W[lr + i]
+            if total == 0.0:                # every key masked
+                for c in range(Ev):
+                    O[o + c] = 0.0
+                LSE[b * L + i0 + i] = math.inf
+                continue
+            inv = 1.0 / total
+            for c in range(Ev):
+                O[o + c] = W[ob + i * Evp + c] * inv
+            LSE[b * L + i0 + i] = W[mr + i] + math.log(total)
+
+
+def backward_scratch_size(L, S, E, Ev, br, bc):
+    Lp, Sp, Ep, Evp = _up(L, br), _up(S, bc), _up(E, NR), _up(Ev, NR)
+    return (2 * Lp * Ep + Sp * Ep + E * Sp + Ev * Sp + Lp * Evp + 2 * Lp + 2 * br * bc
+            + bc * Ep + bc * Evp)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _backward_heads(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask,
+                    causal, scale, dq, dk, dv, nb1, L, S, E, Ev, br, bc, b0, b1, scratch, single):
+    """Heads b0 <= b < b1 of the backward."""
+    Q = as_array(q)
+    K = as_array(k)
+    V = as_array(v)
+    O = as_array(out)
+    G = as_array(dout)
+    LSE = as_array(lse)
+    Mk = as_array(mask)
+    DQ = as_array(dq)
+    DK = as_array(dk)
+    DV = as_array(dv)
+    W = as_array(scratch)
+    Lp = (L + br - 1) // br * br
+    Sp = (S + bc - 1) // bc * bc
+    Ep = (E + NR - 1) // NR * NR
+    Evp = (Ev + NR - 1) // NR * NR
+    qp = 0                       # Q (Lp, Ep)
+    dqp = qp + Lp * Ep           # dQ accumulator (Lp, Ep)
+    kp = dqp + Lp * Ep           # K (Sp, Ep)
+    kt = kp + Sp * Ep            # K^T in strips (E, Sp)
+    vt = kt + E * Sp             # V^T in strips (Ev, Sp)
+    gp = vt + Ev * Sp            # dO (Lp, Evp)
+    lp = gp + Lp * Evp           # lse (Lp,), +inf on padding rows
+    dd = lp + Lp                 # D_i = dO_i . O_i (Lp,)
+    pb = dd + Lp                 # p of one block pair (br, bc)
+    sb = pb + br * bc            # dP, then dS (br, bc)
+    dkb = sb + br * bc           # dK of one key block (bc, Ep)
+    dvb = dkb + bc * Ep          # dV of one key block (bc, Evp)
+    for b in range(b0, b1):
+        _pack_head(Q, b * L * E, L, E, W, qp, Lp, Ep, False)
+        _pack_head(K, b * S * E, S, E, W, kp, Sp, Ep, False)
+        _pack_strips(K, b * S * E, S, E, W, kt, Sp)
+        _pack_strips(V, b * S * Ev, S, Ev, W, vt, Sp)
+        _pack_head(G, b * L * Ev, L, Ev, W, gp, Lp, Evp, False)
+        for t in range(Lp * Ep):
+            W[dqp + t] = 0.0
+        for i in range(Lp):
+            if i < L:
+                W[lp + i] = LSE[b * L + i]
+                acc = 0.0
+                for c in range(Ev):
+                    acc += G[(b * L + i) * Ev + c] * O[(b * L + i) * Ev + c]
+                W[dd + i] = acc
+            else:
+                W[lp + i] = math.inf
+                W[dd + i] = 0.0
+        m_base = m_off + (b // nb1) * m_s0 + (b % nb1) * m_s1
+        for j0 in range(0, S, bc):
+            for t in range(bc * Ep):
+                W[dkb + t] = 0.0
+            for t in range(bc * Evp):
+                W[dvb + t] = 0.0
+            # causal: rows above j0 see none of these keys
+            i_first = (j0 // br) * br if causal else 0
+            for i0 in range(i_first, L, br):
+                # p = exp(scale * Q K^T + mask - lse), recomputed: (br, E) @ (E, bc)
+                _tile_mm(W, qp + i0 * Ep, Ep, 1, W, kt + j0 * E, NR * E, NR, E, W, pb, bc, br, bc,
+                         False)
+                for i in range(br):
+                    prow = W[pb + i * bc:pb + (i + 1) * bc]
+                    gi = i0 + i
+                    nv = min(bc, S - j0)
+                    if causal:
+                        nv = min(nv, gi - j0 + 1)
+                    if gi >= L or nv <= 0:
+                        for j in range(bc):
+                            prow[j] = 0.0
+                        continue
+                    _probs_row(prow, nv, bc, scale, Mk, m_base + gi * m_sl + j0 * m_ss, m_ss,
+                               has_mask, W[lp + gi], single)
+                # dV_blk += P^T dO: (bc, br) @ (br, Evp)
+                _tile_mm(W, pb, 1, bc, W, gp + i0 * Evp, NR, Evp, br, W, dvb, Evp, bc, Evp, True)
+                # dP = dO V^T: (br, Ev) @ (Ev, bc)
+                _tile_mm(W, gp + i0 * Evp, Evp, 1, W, vt + j0 * Ev, NR * Ev, NR, Ev, W, sb, bc, br,
+                         bc, False)
+                # dS = P * (dP - D)
+                for i in range(br):
+                    d_i = W[dd + i0 + i]
+                    prow = W[pb + i * bc:pb + (i + 1) * bc]
+                    srow = W[sb + i * bc:sb + (i + 1) * bc]
+                    for j in range(bc):
+                        srow[j] = prow[j] * (srow[j] - d_i)
+                # dK_blk += dS^T Q: (bc, br) @ (br, Ep)
+                _tile_mm(W, sb, 1, bc, W, qp + i0 * Ep, NR, Ep, br, W, dkb, Ep, bc, Ep, True)
+                # dQ += dS K_blk: (br, bc) @ (bc, Ep)
+                _tile_mm(W, sb, bc, 1, W, kp + j0 * Ep, NR, Ep, bc, W, dqp + i0 * Ep, Ep, br, Ep,
+                         True)
+            for j in range(min(bc, S - j0)):
+                r = (b * S + j0 + j)
+                for e in range(E):
+                    DK[r * E + e] = W[dkb + j * Ep + e] * scale
+                for c in range(Ev):
+                    DV[r * Ev + c] = W[dvb + j * Evp + c]
+        for i in range(L):
+            for e in range(E):
+                DQ[(b * L + i) * E + e] = W[dqp + i * Ep + e] * scale
+
+
+_compiled = {}
+_compile_lock = threading.Lock()
+_ARGS = {}
+
+
+def _kernels(typecode):
+    """(forward, backward) machine code for typecode, compiled with the SLP vectoriser (it turns
+    the micro-kernel's scalar tile into vector registers, see matmul._slp_vectoriser)."""
+    got = _compiled.get(typecode)
+    if got is not None:
+        return got
+    with _compile_lock:
+        if typecode not in _compiled:
+            if numba.config.DISABLE_JIT:
+                _compiled[typecode] = (_forward_units, _backward_heads)
+            else:
+                buf = numba.typeof(array.array(typecode))
+                i, f, bl = numba.int64, numba.float64, numba.boolean
+                fwd = (buf, buf, buf, buf, i, i, i, i, i, bl, bl, f, buf, buf,
+                       i, i, i, i, i, i, i, i, i, buf, bl)
+                bwd = (buf, buf, buf, buf, buf, buf, buf, i, i, i, i, i, bl, bl, f,
+                       buf, buf, buf, i, i, i, i, i, i, i, i, i, buf, bl)
+                with _slp_vectoriser():
+                    _compiled[typecode] = (_forward_units.compile(fwd),
+                                           _backward_heads.compile(bwd))
+    return _compiled[typecode]
+
+
+def _scratch(typecode, n):
+    return array.array(typecode, bytes(n * array.array(typecode).itemsize))
+
+
+def flash_forward(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causal, scale,
+                  out, lse, nb1, nb, L, S, E, Ev):
+    """out (nb, L, Ev) and lse (nb, L) of attention (module docstring), tiled, on all cores."""
+    typecode = q.typecode
+    fwd, _ = _kernels(typecode)
+    single = typecode == "f"
+    br, bc = block_sizes(L, S)
+    size = forward_scratch_size(L, S, E, Ev, br, bc)
+    units = nb * ((L + br - 1) // br)
+
+    def run(u0, u1):
+        fwd(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causal, scale,
+            out, lse, nb1, L, S, E, Ev, br, bc, u0, u1, _scratch(typecode, size), single)
+
+    threads.parallel_for(run, units)
+
+
+def flash_backward(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask,
+                   causal, scale, dq, dk, dv, nb1, nb, L, S, E, Ev):
+    """dq, dk, dv of attention (module docstring), tiled, heads shared among the cores."""
+    typecode = q.typecode
+    _, bwd = _kernels(typecode)
+    single = typecode == "f"
+    br, bc = block_sizes(L, S)
+    size = backward_scratch_size(L, S, E, Ev, br, bc)
+
+    def run(b0, b1):
+        bwd(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask,
+            causal, scale, dq, dk, dv, nb1, L, S, E, Ev, br, bc, b0, b1,
+            _scratch(typecode, size), single)
+
+    threads.parallel_for(run, nb)
+
+
+register(globals(),
+         reference={"flash_forward": flash_forward_reference,
+                    "flash_backward": flash_backward_reference},
+         fast={"flash_forward": flash_forward, "flash_backward": flash_backward})

@@ -1,0 +1,161 @@
+"""Fused attention as one autograd node: softmax(Q K^T * scale + M) V without the (L, S) weights.
+
+    FlashAttention   q (..., L, E), k (..., S, E), v (..., S, Ev) -> out (..., L, Ev)
+                     saves lse (..., L) = log sum_j exp(s_ij); the backward recomputes the weights
+                     block by block (kernels/flash.py has the equations and both tiers).
+
+`scaled_dot_product_attention` (ops/attention.py) takes this path when it can: no dropout, no
+weights asked for, and a mask that needs no gradient. Otherwise, or inside
+`sdpa_kernel(SDPBackend.MATH)`, it composes matmul, softmax and matmul, which store the
+(..., L, S) weights. PyTorch chooses among its backends the same way and offers the same switch:
+
+    from tinyattn.nn.attention import sdpa_kernel, SDPBackend
+    with sdpa_kernel(SDPBackend.MATH): ...              # the composed path
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION): ...   # the fused path (an error where it can't)
+
+Chapter 10 of the tour (docs/10-flash-attention.md) walks through this file.
+"""
+import enum
+import math
+from array import array
+from contextlib import contextmanager
+
+from .. import _shapes
+from .. import dtypes as _dt
+from ..autograd import Function
+from ..kernels import flash as KF
+from ..tensor import _empty
+from ._launch import packed
+from .elementwise import where
+from .layout import to_dtype
+
+
+class SDPBackend(enum.IntEnum):
+    """PyTorch's names for the implementations of scaled_dot_product_attention. On tinyattn's CPU,
+    FLASH_ATTENTION is the fused kernel and MATH the composed ops; EFFICIENT_ATTENTION,
+    CUDNN_ATTENTION and OVERRIDEABLE are accepted in `sdpa_kernel` and never chosen."""
+    ERROR = -1
+    MATH = 0
+    FLASH_ATTENTION = 1
+    EFFICIENT_ATTENTION = 2
+    CUDNN_ATTENTION = 3
+    OVERRIDEABLE = 4
+
+
+_enabled = frozenset({SDPBackend.MATH, SDPBackend.FLASH_ATTENTION})
+
+
+@contextmanager
+def sdpa_kernel(backends, set_priority=False):
+    """Limit scaled_dot_product_attention to `backends` (one SDPBackend or a list) inside the
+    block, as `torch.nn.attention.sdpa_kernel`. With FLASH_ATTENTION alone, an input the fused
+    kernel cannot take (dropout, a mask that needs a gradient, return_weights) raises."""
+    global _enabled
+    if isinstance(backends, SDPBackend):
+        backends = [backends]
+    backends = list(backends)
+    for b in backends:
+        if not isinstance(b, SDPBackend):
+            raise TypeError(f"sdpa_kernel: backends must be SDPBackend members, got {b!r}")
+    old = _enabled
+    _enabled = frozenset(backends)
+    try:
+        yield
+    finally:
+        _enabled = old
+
+
+class FlashAttention(Function):
+    """softmax(q k^T * scale + mask) v as one node. q (nb, L, E), k (nb, S, E), v (nb, S, Ev), all
+    of one float dtype with the same leading dims; `mask` None or an additive float mask of
+    the q's dtype, already a (nb0, nb1, L, S) view (strides may be 0); `causal` True for j <= i."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, mask, causal, scale):
+        batch = q.shape[:-2]
+        L, E, S, Ev = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
+        nb = _shapes.numel(batch)
+        nb1 = batch[-1] if batch else 1
+        q, k, v = packed(q), packed(k), packed(v)
+        out = _empty(batch + (L, Ev), q.dtype)
+        lse = _empty(batch + (L,), q.dtype)
+        margs = _mask_args(mask, q.dtype)
+        if nb and L:
+            KF.flash_forward(q._data, k._data, v._data, *margs, causal, scale,
+                             out._data, lse._data, nb1, nb, L, S, E, Ev)
+        if ctx.needs_input_grad:
+            ctx.saved = (q, k, v, out, lse, margs, causal, scale)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        q, k, v, out, lse, margs, causal, scale = ctx.saved
+        batch = q.shape[:-2]
+        L, E, S, Ev = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
+        nb = _shapes.numel(batch)
+        dq, dk, dv = _empty(q.shape, q.dtype), _empty(k.shape, q.dtype), _empty(v.shape, q.dtype)
+        if nb and L:
+            KF.flash_backward(q._data, k._data, v._data, out._data, packed(g)._data, lse._data,
+                              *margs, causal, scale, dq._data, dk._data, dv._data,
+                              batch[-1] if batch else 1, nb, L, S, E, Ev)
+        else:  # no queries: keys and values got no gradient
+            for t in (dk, dv):
+                for i in range(len(t._data)):
+                    t._data[i] = 0.0
+        return dq, dk, dv, None, None, None
+
+
+def _mask_args(mask, dtype):
+    """(buffer, offset, s0, s1, s_l, s_s, has_mask) of a (nb0, nb1, L, S) mask view, or a dummy."""
+    if mask is None:
+        return array(dtype.typecode, [0.0]), 0, 0, 0, 0, 0, False
+    s0, s1, sl, ss = mask._strides
+    return mask._data, mask._offset, s0, s1, sl, ss, True
+
+
+def fused_reason(query, key, value, mask, dropout_p, return_weights):
+    """Why the fused kernel cannot compute this call (a phrase), or None when it can."""
+    if dropout_p > 0.0:
+        return "dropout_p > 0 (the fused kernel has no dropout)"
+    if return_weights:
+        return "return_weights=True (the fused kernel never forms the weights)"
+    if mask is not None and mask.requires_grad:
+        return "attn_mask requires a gradient"
+    if query.dtype not in (_dt.float32, _dt.float64):
+        return f"dtype {query.dtype}"
+    return None
+
+
+def use_fused(query, key, value, mask, dropout_p, return_weights):
+    """True when scaled_dot_product_attention should take the fused path; raises when only
+    FLASH_ATTENTION is enabled and this call cannot take it."""
+    flash = SDPBackend.FLASH_ATTENTION in _enabled
+    math_ok = SDPBackend.MATH in _enabled
+    reason = fused_reason(query, key, value, mask, dropout_p, return_weights)
+    if flash and reason is None:
+        return True
+    if math_ok:
+        return False
+    why = reason if flash else "neither MATH nor FLASH_ATTENTION is enabled by sdpa_kernel"
+    raise RuntimeError(f"scaled_dot_product_attention: no enabled backend can compute this "
+                       f"call: {why}")
+
+
+def flash_attention(q, k, v, mask, is_causal, scale):
+    """The fused path of scaled_dot_product_attention, its arguments already checked there:
+    q (..., L, E), k (..., S, E), v (..., S, Ev) of one float dtype; mask None, bool (True = may
+    attend) or float (added), broadcastable to (..., L, S); is_causal top-left aligned."""
+    L, S = q.shape[-2], k.shape[-2]
+    batch = _shapes.broadcast_shapes("scaled_dot_product_attention", q.shape[:-2], k.shape[:-2],
+                                     v.shape[:-2])
+    # Leading dims that broadcast become real ones (expand is a view; its gradient sums back).
+    q = q if q.shape[:-2] == batch else q.expand(batch + q.shape[-2:])
+    k = k if k.shape[:-2] == batch else k.expand(batch + k.shape[-2:])
+    v = v if v.shape[:-2] == batch else v.expand(batch + v.shape[-2:])
+    if mask is not None:
+        if mask.dtype is _dt.bool:
+            mask = where(mask, 0.0, -math.inf)
+        mask = to_dtype(mask, q.dtype).detach()
+        nb1 = batch[-1] if batch else 1
+        mask = mask.expand(batch + (L, S)).reshape(_shapes.numel(batch[:-1]), nb1, L, S)
+    return FlashAttention.apply(q, k, v, mask, bool(is_causal), float(scale))
