@@ -17,6 +17,7 @@ from .creation import (arange, empty, empty_like, eye, full, full_like, linspace
                        rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,
                        zeros_like)
 from .ops.elementwise import (abs, add, bitwise_and, bitwise_not, bitwise_or,  # noqa: A004
+                              arctan, arctan2, atan, atan2,
                               bitwise_xor, ceil, clamp, clip, cos, div, eq, erf, exp, expm1, floor,
                               floor_divide, ge, gelu, gt, isfinite, isinf, isnan, le, log, log1p,
                               logical_and, logical_not, logical_or, logical_xor, lt, masked_fill,

@@ -531,6 +531,10 @@ class Tensor:
     def log1p(self): return _ew.log1p(self)
     def expm1(self): return _ew.expm1(self)
     def erf(self): return _ew.erf(self)
+    def atan(self): return _ew.atan(self)
+    def arctan(self): return _ew.atan(self)
+    def atan2(self, other): return _ew.atan2(self, other)
+    def arctan2(self, other): return _ew.atan2(self, other)
     def prod(self, dim=None, keepdim=False, dtype=None):
         return _red.prod(self, dim, keepdim, dtype)
     def __eq__(self, other): return _ew.eq(self, other)

@@ -40,8 +40,8 @@ from .tiers import register
 
 # --- op codes: unary (p1, p2 are optional float parameters), binary, comparison and logic ---
 NEG, ABS, EXP, LOG, SQRT, TANH, SIGMOID, RELU, GELU, GELU_TANH, CLAMP, POW, SIN, COS = range(14)
-FLOOR, CEIL, TRUNC, ROUND, LOG1P, EXPM1, ERF = range(14, 21)
-ADD, SUB, MUL, DIV, POW2, MAXIMUM, MINIMUM, REMAINDER, FLOOR_DIVIDE = range(100, 109)
+FLOOR, CEIL, TRUNC, ROUND, LOG1P, EXPM1, ERF, ATAN = range(14, 22)
+ADD, SUB, MUL, DIV, POW2, MAXIMUM, MINIMUM, REMAINDER, FLOOR_DIVIDE, ATAN2 = range(100, 110)
 EQ, NE, LT, LE, GT, GE, AND, OR, XOR = range(200, 209)  # outputs are bool (0/1 bytes)
 
 
@@ -148,6 +148,8 @@ def _unary_value(op, x, p1, p2):
         return math.expm1(x) if x < 709.0 else math.inf
     if op == ERF:
         return math.erf(x)
+    if op == ATAN:
+        return math.atan(x)
     return math.cos(x)  # COS
 
 
@@ -190,6 +192,8 @@ def _unary_derivative(op, x, y, p1, p2):
         return y + 1.0
     if op == ERF:  # 2 / sqrt(pi) exp(-x^2)
         return 1.1283791670955126 * math.exp(-x * x)
+    if op == ATAN:  # 1 / (1 + x^2)
+        return 1.0 / (1.0 + x * x)
     return -math.sin(x)  # COS
 
 
@@ -209,6 +213,8 @@ def _binary_value(op, a, b):
         return a if (a >= b or a != a) else b
     if op == MINIMUM:
         return a if (a <= b or a != a) else b
+    if op == ATAN2:  # the angle of the point (x=b, y=a), in (-pi, pi]
+        return math.atan2(a, b)
     if b == 0:  # only floats get here (the op layer rejects integer division by zero): as
         # PyTorch, x % 0.0 is NaN and x // 0.0 is x / 0.0 (Python raises, numba gives 0)
         return _div(0.0, 0.0) * a if op == REMAINDER else _div(a, b)

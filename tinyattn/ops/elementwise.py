@@ -69,7 +69,7 @@ _UNARY_NAMES = {KE.NEG: "Neg", KE.ABS: "Abs", KE.EXP: "Exp", KE.LOG: "Log", KE.S
                 KE.TANH: "Tanh", KE.SIGMOID: "Sigmoid", KE.RELU: "Relu", KE.GELU: "Gelu",
                 KE.GELU_TANH: "Gelu", KE.CLAMP: "Clamp", KE.POW: "Pow", KE.SIN: "Sin", KE.COS: "Cos",
                 KE.FLOOR: "Floor", KE.CEIL: "Ceil", KE.TRUNC: "Trunc", KE.ROUND: "Round",
-                KE.LOG1P: "Log1p", KE.EXPM1: "Expm1", KE.ERF: "Erf"}
+                KE.LOG1P: "Log1p", KE.EXPM1: "Expm1", KE.ERF: "Erf", KE.ATAN: "Atan"}
 
 
 def _unary(op, x, p1=0.0, p2=0.0, name=""):
@@ -144,6 +144,14 @@ def expm1(x):
 def erf(x):
     """The error function, 2/sqrt(pi) * integral of exp(-t^2) from 0 to x."""
     return _unary(KE.ERF, x, name="erf")
+
+
+def atan(x):
+    """The arc tangent, in (-pi/2, pi/2);  dx = g / (1 + x^2)."""
+    return _unary(KE.ATAN, x, name="atan")
+
+
+arctan = atan
 
 
 def _rounding(op, name, x):
@@ -242,7 +250,7 @@ def add_into(acc, g):
 
 _BINARY_NAMES = {KE.ADD: "add", KE.SUB: "sub", KE.MUL: "mul", KE.DIV: "div", KE.POW2: "pow",
                  KE.MAXIMUM: "maximum", KE.MINIMUM: "minimum", KE.REMAINDER: "remainder",
-                 KE.FLOOR_DIVIDE: "floor_divide"}
+                 KE.FLOOR_DIVIDE: "floor_divide", KE.ATAN2: "atan2"}
 
 
 class Add(BinaryFunction):
@@ -367,6 +375,41 @@ class Minimum(Maximum):
     """out = min(a, b);  the gradient goes to the smaller input (split in half on ties)."""
 
     op = KE.MINIMUM
+
+
+class Atan2(BinaryFunction):
+    """out = atan2(a, b), the angle of the point (x = b, y = a) in (-pi, pi];
+    da = g * b / (a^2 + b^2),  db = -g * a / (a^2 + b^2)  (NaN at a = b = 0, as PyTorch)."""
+
+    reads_inputs = False
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _binary_forward(KE.ATAN2, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        na, nb = ctx.needs_input_grad
+        r = reciprocal(add(mul(a, a), mul(b, b)))
+        return (sum_to(mul(mul(g, b), r), a.shape) if na else None,
+                sum_to(mul(mul(g, neg(a)), r), b.shape) if nb else None)
+
+
+def atan2(input, other):  # noqa: A002 - PyTorch's argument names
+    """The angle of the point (x = other, y = input), elementwise, in (-pi, pi] (broadcasting;
+    integer and bool inputs give float32, as PyTorch). Gradient: see Atan2."""
+    _need_tensors("atan2", input, other)
+    dt = _dt.promote_types(input.dtype, other.dtype)
+    if not dt.is_floating_point:
+        dt = _float32
+    a = input if input.dtype is dt else to_dtype(input, dt)
+    b = other if other.dtype is dt else to_dtype(other, dt)
+    return Atan2.apply(a, b)
+
+
+arctan2 = atan2
 
 
 class ScalarOp(Function):
