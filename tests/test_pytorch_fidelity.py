@@ -219,8 +219,9 @@ def test_pad_and_one_hot_errors_and_one_hot_values():
     import tinyattn.nn.functional as F
     with pytest.raises(ValueError, match="pad: pad must be a tuple of an even number of ints"):
         F.pad(ta.ones(2, 3), (1,))
-    with pytest.raises(NotImplementedError, match="pad: mode 'reflect'"):
-        F.pad(ta.ones(2, 3), (1, 1), mode="reflect")
+    assert F.pad(ta.tensor([[1.0, 2.0, 3.0]]), (1, 1), mode="reflect").tolist() == [[2, 1, 2, 3, 2]]
+    with pytest.raises(NotImplementedError, match="pad: mode 'reflect' pads the last 1, 2 or 3"):
+        F.pad(ta.ones(3), (1, 1), mode="reflect")
     assert F.one_hot(ta.tensor([0, 2, 1])).tolist() == [[1, 0, 0], [0, 0, 1], [0, 1, 0]]
     assert F.one_hot(ta.tensor([[3]]), 5).tolist() == [[[0, 0, 0, 1, 0]]]
     with pytest.raises(ValueError, match="one_hot: class value 5 is out of range"):
