@@ -5,8 +5,8 @@ For every OpInfo whose function tinyattn has (same name: tinyattn.X, tinyattn.nn
 or the Tensor method), every sample input PyTorch generates for float32, float64, int64 and bool
 is converted to tinyattn (tensors element by element, contiguous and as strided views), run in
 both libraries, and compared: values (NaN equals NaN), shapes and dtypes; then the gradient of a
-weighted sum of the outputs, for float64; then the in-place variant; then each of PyTorch's
-`error_inputs` must raise in tinyattn too.
+weighted sum of the outputs, for float64; then the in-place variant (for the ops in INPLACE);
+then each of PyTorch's `error_inputs` must raise in tinyattn too.
 """
 import math
 
@@ -247,6 +247,48 @@ def check_grads(op, fn, report):
                 report.append((op.name, torch.float64, "grad mismatch",
                                f"sample {k}: gradient of input {j} differs"))
                 break
+
+
+# Ops whose in-place form (Tensor.X_) is run on the same samples too: the tensor itself must be
+# changed to PyTorch's result, and returned.
+INPLACE = {"scatter", "scatter_add", "scatter_reduce", "index_add", "index_fill"}
+
+
+def check_inplace(op, report):
+    if op.name not in INPLACE or op.inplace_variant is None:
+        return
+    method = getattr(ta.Tensor, op.name + "_")
+    for dtype in DTYPES:
+        if not op.supports_dtype(dtype, "cpu"):
+            continue
+        try:
+            samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))[:MAX_SAMPLES]
+        except Exception:
+            continue
+        for k, s in enumerate(samples):
+            expected = s.input.clone()
+            try:
+                op.inplace_variant(expected, *s.args, **s.kwargs)
+            except Exception:
+                continue
+            for strided in (False, True):
+                try:
+                    x = convert(s.input, strided)
+                    args, kwargs = convert(list(s.args), strided), convert(s.kwargs, strided)
+                except Unconvertible:
+                    break
+                where = f"sample {k}{' strided' if strided else ''} (in place)"
+                try:
+                    got = method(x, *args, **kwargs)
+                except Exception as e:   # noqa: BLE001
+                    report.append((op.name, dtype, "error", f"{where}: {type(e).__name__}: "
+                                                           f"{str(e)[:120]}"))
+                    break
+                diff = ("the result is not self" if got is not x
+                        else same_outputs(x, expected, dtype))
+                if diff:
+                    report.append((op.name, dtype, "mismatch", f"{where}: {diff}"))
+                    break
 
 
 def check_error_inputs(op, report):

@@ -39,8 +39,6 @@ KNOWN = {
     ("nn.functional.unfold", "error"): FLOAT_ONLY,
     ("nn.functional.embedding", "error"): "max_norm / scale_grad_by_freq / sparse not "
                                           "implemented (raise NotImplementedError)",
-    ("nn.functional.pad", "error"): "only mode='constant' (reflect, replicate, circular raise)",
-    ("nn.functional.pad", "grad error"): "padding that crops to nothing records no gradient",
     ("nn.functional.scaled_dot_product_attention", "mismatch"):
         "a fully masked query row gives 0, not NaN (README: differences from PyTorch)",
     ("nn.functional.scaled_dot_product_attention", "grad mismatch"):
@@ -58,6 +56,7 @@ def report():
     ops = [o for o in op_db if D.tinyattn_function(o.name) is not None]
     for op in ops:
         D.check_op(op, found)
+        D.check_inplace(op, found)
         D.check_error_inputs(op, found)
     return ops, found
 
@@ -67,7 +66,9 @@ def test_op_db_walk_covers_the_ops_tinyattn_offers(report):
     names = {o.name for o in ops}
     assert len(names) >= 170, len(names)
     for name in ("add", "matmul", "softmax", "nn.functional.cross_entropy", "einsum", "topk",
-                 "nn.functional.scaled_dot_product_attention", "cumsum", "where"):
+                 "nn.functional.scaled_dot_product_attention", "cumsum", "where", "scatter",
+                 "scatter_add", "scatter_reduce", "index_add", "index_fill", "unique",
+                 "unique_consecutive", "atan", "atan2"):
         assert name in names
 
 

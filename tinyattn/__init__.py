@@ -37,6 +37,8 @@ from .ops.layout import expand as broadcast_to
 from .ops.einsum import einsum
 from .ops.random import multinomial
 from .ops.sort import argsort, cumsum, sort, topk
+from .ops.scatter import (index_add, index_fill, scatter, scatter_add, scatter_reduce, unique,
+                          unique_consecutive)
 from .ops.softmax import log_softmax, softmax
 from .serialization import load, save
 

@@ -478,6 +478,29 @@ class Tensor:
     def __getitem__(self, index): return _idx.getitem(self, index)
     def __setitem__(self, index, value): return _idx.setitem(self, index, value)
 
+    # ---------------------------------------------------------------- scatter, unique: ops/scatter.py
+    def scatter(self, dim, index, src=None, value=None, *, reduce=None):
+        return _sc.scatter(self, dim, index, src, value, reduce=reduce)
+    def scatter_add(self, dim, index, src): return _sc.scatter_add(self, dim, index, src)
+    def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+        return _sc.scatter_reduce(self, dim, index, src, reduce, include_self=include_self)
+    def index_add(self, dim, index, source, *, alpha=1):
+        return _sc.index_add(self, dim, index, source, alpha=alpha)
+    def index_fill(self, dim, index, value): return _sc.index_fill(self, dim, index, value)
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+        return _sc.unique(self, sorted, return_inverse, return_counts, dim)
+    def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None):
+        return _sc.unique_consecutive(self, return_inverse, return_counts, dim)
+    # in place: tensors go positionally, so autograd sees them (ops/inplace.py `recorded`)
+    def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
+        return _sc.scatter_(self, dim, index, src, value, reduce=reduce)
+    def scatter_add_(self, dim, index, src): return _sc.scatter_add_(self, dim, index, src)
+    def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+        return _sc.scatter_reduce_(self, dim, index, src, reduce, include_self=include_self)
+    def index_add_(self, dim, index, source, *, alpha=1):
+        return _sc.index_add_(self, dim, index, source, alpha=alpha)
+    def index_fill_(self, dim, index, value): return _sc.index_fill_(self, dim, index, value)
+
     # ---------------------------------------------------------------- inplace: ops/inplace.py
     def zero_(self): return _inp.zero_(self)
     def fill_(self, value): return _inp.fill_(self, value)
@@ -620,3 +643,4 @@ from .ops import random as _rops  # noqa: E402
 from .ops import composite as _comp  # noqa: E402
 from .ops import softmax as _sm  # noqa: E402
 from .ops import sort as _sort  # noqa: E402
+from .ops import scatter as _sc  # noqa: E402
