@@ -229,19 +229,6 @@ def test_matmul_fast_layouts_gradcheck(case):
     assert ta.testing.gradcheck(lambda x, y: x @ y, (a, b))
 
 
-def test_blocked_matmul_kernel_compiles_under_the_slp_vectoriser(monkeypatch):
-    """Whoever asks for the blocked kernel first, it is compiled with the SLP vectoriser on (the
-    disk cache does not record compiler flags: a slow copy compiled without it would stick)."""
-    from tinyattn.kernels import jit, matmul
-    seen = []
-    monkeypatch.setattr(jit.by_typecode, "__missing__",
-                        lambda self, tc: seen.append(numba.config.SLP_VECTORIZE) or "compiled")
-    before = numba.config.SLP_VECTORIZE
-    table = matmul._CompiledWithSLP(matmul._bmm_blocked, "T")
-    assert table["f"] == "compiled" and seen == [1]
-    assert numba.config.SLP_VECTORIZE == before
-
-
 @pytest.mark.parametrize("tc", ["f", "d"])
 def test_few_rows_matmul_kernel_matches_blocked(tc):
     """M < 8 goes to _bmm_few_rows; the blocked kernel (still used for M >= 8) must agree."""

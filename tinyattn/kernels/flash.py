@@ -52,7 +52,7 @@ from .buffers import as_array
 from .exp import (exp, exp_float32, f32, from_order_key, from_order_key32, order_key,
                   order_key32)
 from .jit import kernel, vector_kernel
-from .matmul import MR, NR, _micro, _slp_vectoriser
+from .matmul import MR, NR, _micro
 from .tiers import register
 
 __all__ = ["flash_forward", "flash_backward", "BR", "BC"]
@@ -512,8 +512,7 @@ _ARGS = {}
 
 
 def _kernels(typecode):
-    """(forward, backward) machine code for typecode, compiled with the SLP vectoriser (it turns
-    the micro-kernel's scalar tile into vector registers, see matmul._slp_vectoriser)."""
+    """(forward, backward) machine code for typecode, called without numba's argument dispatch."""
     got = _compiled.get(typecode)
     if got is not None:
         return got
@@ -528,9 +527,7 @@ def _kernels(typecode):
                        i, i, i, i, i, i, i, i, i, buf, bl)
                 bwd = (buf, buf, buf, buf, buf, buf, buf, i, i, i, i, i, bl, bl, f,
                        buf, buf, buf, i, i, i, i, i, i, i, i, i, buf, bl)
-                with _slp_vectoriser():
-                    _compiled[typecode] = (_forward_units.compile(fwd),
-                                           _backward_heads.compile(bwd))
+                _compiled[typecode] = (_forward_units.compile(fwd), _backward_heads.compile(bwd))
     return _compiled[typecode]
 
 

@@ -9,13 +9,14 @@ How it is fast, from the inside out (the same plan as GotoBLAS/BLIS, in numba):
 
 1. Register tile (``micro_kernel``, 8 x 16). The naive loop ``c[i, j] += a[i, p] * b[p, j]`` does
    two loads and a store per multiply-add and runs at memory speed. The micro-kernel keeps an
-   8 x 16 block of C in registers for a whole run over p: each step loads 8 scalars of A and one
-   16-wide row of B and does 8 x 16 multiply-adds, i.e. 8 vector FMAs (a 512-bit register holds
-   16 floats) for 9 loads. Then arithmetic, not memory, is the limit. Why 8 rows: an FMA takes 4
-   cycles and a core starts 2 per cycle, so >= 8 independent accumulators keep it busy; why 16
-   columns: one vector, and attention's head sizes (16, 32, 64) are multiples of it. LLVM keeps
-   only scalar variables in registers, so the tile is 128 scalars in generated code
-   (``_microkernel_gen.py``); ``_micro_loops`` is the same thing as a readable loop.
+   8 x 16 block of C in registers for a whole run over p: each step loads one 16-wide row of B
+   and broadcasts 8 scalars of A, and does 8 x 16 multiply-adds as 8 vector FMAs. Then
+   arithmetic, not memory, is the limit. Why 8 rows: an FMA takes 4 cycles and a core starts 2
+   per cycle, so >= 8 independent accumulators keep it busy; why 16 columns: one 512-bit vector,
+   and attention's head sizes (16, 32, 64) are multiples of it. The vectors are explicit
+   (``simd.py``'s 16-lane type, ``_microkernel.py``), so the code is vector code on every CPU; on
+   one with fewer registers (AVX2: 16 of 256 bits) the tile runs as 2 passes of 4 rows, so that
+   the accumulators never spill. ``_micro_loops`` is the same computation as a readable loop.
 2. Cache blocks (``KC``, ``MC``, ``NC``). A 16-column strip of B, ``kc`` rows deep, is reused by every
    8-row strip of A, so it should sit in L1 while they stream past; all the strips of a ``KC x NC``
    panel should sit in L2. Splitting K into ``KC``-long pieces keeps those sizes bounded; the
@@ -39,8 +40,10 @@ fp64 and is the oracle the tests use.
 Measured on the 2-core AVX-512 machine (fp32, GFLOP/s; PyTorch with 2 threads alongside): 512^3
 ~350 vs ~220, 256^3 ~240 vs ~190, 128 x (32x16)@(16x32) ~145 vs ~125-145 (one thread: threads
 only pay from ~4M multiply-adds, see ``PARALLEL_MIN_WORK``). Run ``benchmarks/matmul.py``.
-The 8 x 16 tile is chosen for 512-bit vectors: on an AVX2-only CPU its 16 accumulators would
-fill all 16 vector registers and spill; a 4 x 16 tile would suit such a CPU better.
+Until the vectors were explicit, LLVM's SLP vectoriser was asked to find them in 128 scalar
+variables: it did for this AMD CPU with AVX-512 (~115 GFLOP/s for one core in the micro-kernel)
+and did not when compiling for Haswell (AVX2: 39 GFLOP/s, mostly scalar code). The explicit
+kernel measures ~115 and ~110 on the same core (float64: 58 and 39).
 
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
@@ -48,7 +51,6 @@ Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 import array
 import math
 import threading
-from contextlib import contextmanager
 
 import numba
 from numba import njit
@@ -57,7 +59,7 @@ from . import threads
 from .buffers import as_array, load, store
 from .jit import by_typecode, vector_kernel
 from ._microkernel import MR, NR
-from ._microkernel import micro_kernel as _micro_unrolled
+from ._microkernel import micro_kernel as _micro_vector
 from .tiers import register
 
 __all__ = ["bmm", "bmm_fast", "bmm_reference", "ensure_compiled"]
@@ -96,11 +98,11 @@ def bmm_reference(a, a_off, a_sb0, a_sb1, a_sm, a_sk,
 
 @njit(nogil=True)
 def _micro_loops(a, a_pos, a_rs, a_ps, b, b_pos, b_ps, kc, c, c_pos, c_rs, accumulate):
-    """Plain-loop twin of the generated ``micro_kernel`` (same arguments, same result).
+    """Plain-loop twin of the vector ``micro_kernel`` (same arguments, same result).
 
     ``c[i, j] (+)= sum_p a[i, p] * b[p, j]`` for the MR x NR tile, where ``a[i, p] = a[a_pos +
     i*a_rs + p*a_ps]``, ``b[p, j] = b[b_pos + p*b_ps + j]`` and ``c[i, j] = c[c_pos + i*c_rs + j]``.
-    Used when JIT is disabled; the unrolled version computes exactly this with the tile in registers.
+    Used when JIT is disabled; the vector version computes exactly this with the tile in registers.
     """
     for i in range(MR):
         for j in range(NR):
@@ -110,8 +112,8 @@ def _micro_loops(a, a_pos, a_rs, a_ps, b, b_pos, b_ps, kc, c, c_pos, c_rs, accum
             c[c_pos + i * c_rs + j] = s
 
 
-# Interpreted, the loop twin is as fast as the unrolled code and far easier to step through.
-_micro = _micro_loops if numba.config.DISABLE_JIT else _micro_unrolled
+# Interpreted, the loop twin is as fast as the vector code and far easier to step through.
+_micro = _micro_loops if numba.config.DISABLE_JIT else _micro_vector
 
 
 # ---------------------------------------------------------------------------------------------
@@ -316,44 +318,15 @@ _few_rows = by_typecode(_bmm_few_rows, "T i i i i i T i i i i i T i i i i i i")
 
 
 # ---------------------------------------------------------------------------------------------
-# Compiling with the SLP vectoriser
+# Compiled entry points
 # ---------------------------------------------------------------------------------------------
-
-@contextmanager
-def _slp_vectoriser():
-    """Turn on LLVM's SLP vectoriser while the blocked kernel compiles.
-
-    numba leaves it off by default (``NUMBA_SLP_VECTORIZE``), but it is what turns the 128 scalar
-    accumulators of the micro-kernel into 8 vector registers: without it the micro-kernel runs
-    ~30x slower. numba reads the flag each time it builds an optimisation pipeline, so setting it
-    around our own compilation only affects our kernels. A kernel loaded from the on-disk cache
-    was compiled under this flag too, because it is only ever compiled here.
-    """
-    old = numba.config.SLP_VECTORIZE
-    numba.config.SLP_VECTORIZE = 1
-    try:
-        yield
-    finally:
-        numba.config.SLP_VECTORIZE = old
-
 
 _compiled = {}          # typecode -> _bmm_blocked's machine code, once compiled (or loaded)
 _compile_lock = threading.Lock()
 
-
-class _CompiledWithSLP(by_typecode):
-    """by_typecode whose entries are always compiled with the SLP vectoriser on: whoever asks
-    first (ensure_compiled, a test, a benchmark), the micro-kernel gets its vector registers --
-    and the disk cache, which does not record compiler flags, never holds a slow copy."""
-
-    def __missing__(self, typecode):
-        with _slp_vectoriser():
-            return super().__missing__(typecode)
-
-
 # _bmm_blocked's machine code per typecode, called without numba's argument dispatch (its 21
 # arguments cost ~1 us to dispatch, as much as a small matmul): see jit.by_typecode.
-_blocked = _CompiledWithSLP(_bmm_blocked, "T i i i i i T i i i i i T i i i i i i i T")
+_blocked = by_typecode(_bmm_blocked, "T i i i i i T i i i i i T i i i i i i i T")
 
 
 def ensure_compiled(typecode):
