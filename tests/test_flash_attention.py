@@ -194,3 +194,24 @@ def test_against_pytorch(causal, masked):
     assert_close(out, ref.detach().tolist(), rtol=1e-4, atol=1e-5)
     for a, b in zip(ours, (tq, tk, tv)):
         assert_close(a.grad, b.grad.tolist(), rtol=1e-4, atol=1e-5)
+
+
+def test_multihead_attention_without_weights_takes_the_fused_path():
+    # As in PyTorch, need_weights=False lets MultiheadAttention use the fused kernel.
+    from tinyattn.autograd import _topological_order
+    ta.manual_seed(6)
+    mha = ta.nn.MultiheadAttention(16, 4, batch_first=True)
+    x = ta.randn(2, 9, 16, requires_grad=True)
+    pad = ta.tensor([[False] * 9, [False] * 6 + [True] * 3])
+    causal = ta.nn.Transformer.generate_square_subsequent_mask(9)
+    fused, none = mha(x, x, x, key_padding_mask=pad, attn_mask=causal, need_weights=False)
+    assert none is None
+    assert "FlashAttentionBackward" in [n.name() for n in _topological_order(fused.grad_fn)]
+    composed, _ = mha(x, x, x, key_padding_mask=pad, attn_mask=causal, need_weights=True)
+    assert_close(fused, composed, rtol=1e-5, atol=1e-6)
+    g = ta.randn(2, 9, 16)
+    fused.backward(g)
+    g_fused = x.grad
+    x.grad = None
+    composed.backward(g)
+    assert_close(g_fused, x.grad, rtol=1e-5, atol=1e-6)

@@ -328,7 +328,11 @@ class MultiheadAttention(Module):
         mask = self._combined_mask(attn_mask, key_padding_mask, B, L, S, q.dtype)
         k, v, mask = self._extra_keys(k, v, mask)
         dropout_p = self.dropout if self.training else 0.0
-        out, weights = attend(q, k, v, mask, dropout_p, 1.0)       # (B, H, L, hs), (B, H, L, S)
+        if need_weights or self.recorded is not None:
+            out, weights = attend(q, k, v, mask, dropout_p, 1.0)   # (B, H, L, hs), (B, H, L, S)
+        else:  # no weights wanted: the fused kernel when it can (PyTorch takes SDPA here too)
+            out = scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
+                                               scale=1.0)            # (B, H, L, hs)
         if self.recorded is not None:  # tinyattn only: viz.explorer asked for the scores too
             self.recorded.update(scores=(q @ k.transpose(-2, -1)).detach(), mask=mask,
                                  weights=weights.detach())        # scale already in q
