@@ -31,7 +31,7 @@ Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 import math
 
 from .buffers import as_array
-from .exp import exp, exp_float32, f32, from_order_key, order_key
+from .exp import exp, exp_float32, f32, from_order_key, from_order_key32, order_key, order_key32
 from .jit import by_typecode, inline, kernel, vector_kernel
 from .tiers import register
 
@@ -115,10 +115,16 @@ def _masked_row(row, y, R, log):
 
 
 @vector_kernel
-def _row_max(row, R):
+def _row_max(row, R, single):
     """max(row) through order_key: a running integer maximum, which LLVM vectorises (a float
-    maximum, with NaN's rules to respect, it does not). A NaN may or may not win; either way the
-    sum of exps that follows is NaN, and so is the row."""
+    maximum, with NaN's rules to respect, it does not); float32 rows (`single`) through 32-bit
+    keys, twice the lanes. A NaN may or may not win; either way the sum of exps that follows is
+    NaN, and so is the row."""
+    if single:
+        k32 = order_key32(f32(-math.inf))
+        for r in range(R):
+            k32 = max(k32, order_key32(row[r]))
+        return float(from_order_key32(k32))
     k = order_key(-math.inf)
     for r in range(R):
         k = max(k, order_key(row[r]))
@@ -164,7 +170,7 @@ def softmax_rows_forward(x, out, R, n0, n1, log, single):
     for n in range(n0, n1):
         row = X[n * R:(n + 1) * R]
         y = Y[n * R:(n + 1) * R]
-        m = _row_max(row, R)
+        m = _row_max(row, R, single)
         if m == -math.inf:
             _masked_row(row, y, R, log)
             continue
