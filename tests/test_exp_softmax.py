@@ -202,3 +202,30 @@ def test_float32_gelu_without_math_erf_is_float32_accurate():
     assert max(abs(u - v) for u, v in zip(g.grad.tolist(), dexact)) < 5e-7
     edge = F.gelu(ta.tensor([float("inf"), float("nan"), -30.0, 0.0])).tolist()
     assert edge[0] == float("inf") and edge[1] != edge[1] and edge[2] == 0.0 and edge[3] == 0.0
+
+
+@kernel
+def _exp_float32_nonpositive_all(x, out, n):
+    for i in range(n):
+        out[i] = KX.exp_float32_nonpositive(x[i])
+
+
+def test_exp_float32_nonpositive_matches_exp_float32_below_88():
+    # softmax's and attention's exp (kernels/softmax.py, kernels/flash.py): x - max <= 0
+    rng = random.Random(2)
+    vals = ([rng.uniform(-100, 0) for _ in range(3000)] + [rng.uniform(-1, 1e-3) for _ in range(500)]
+            + [0.0, -0.0, -86.5, -86.7, -math.inf, math.nan, 5.0, 80.0])
+    x = _buf("f", vals)
+    out = _buf("f", [0.0] * len(vals))
+    _exp_float32_nonpositive_all(x, out, len(vals))
+    twin = KX.exp_float32_nonpositive.py_func if JIT else KX.exp_float32_nonpositive
+    for v, got in zip(x, out):
+        if v != v:
+            assert got != got and twin(v) != twin(v)
+            continue
+        if v < -86.6:
+            assert got == 0.0 == twin(v)
+            continue
+        want = math.exp(v)
+        assert abs(got - want) <= 3e-7 * want, v
+        assert abs(twin(v) - want) <= 3e-7 * want, v

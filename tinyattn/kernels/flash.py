@@ -49,7 +49,7 @@ from numba import njit
 
 from . import threads
 from .buffers import as_array
-from .exp import (exp, exp_float32, f32, from_order_key, from_order_key32, order_key,
+from .exp import (exp, exp_float32_nonpositive, f32, from_order_key, from_order_key32, order_key,
                   order_key32)
 from .jit import kernel, vector_kernel
 from .matmul import MR, NR, _micro
@@ -241,7 +241,7 @@ def _probs_row(srow, nv, n, scale, mk, m_pos, m_ss, has_mask, lse, single):
             s32 = f32(scale)
             l32 = f32(lse)
             for j in range(nv):
-                srow[j] = exp_float32(srow[j] * s32 + mk[m_pos + j * m_ss] - l32)
+                srow[j] = exp_float32_nonpositive(srow[j] * s32 + mk[m_pos + j * m_ss] - l32)
         else:
             for j in range(nv):
                 srow[j] = exp(srow[j] * scale + mk[m_pos + j * m_ss] - lse)
@@ -259,7 +259,7 @@ def _exp_row(srow, nv, n, scale, shift, single):
         sc = f32(scale)
         sh = f32(shift)
         for j in range(nv):
-            e = exp_float32(srow[j] * sc - sh)
+            e = exp_float32_nonpositive(srow[j] * sc - sh)
             srow[j] = e
             s32 += e
         total = float(s32)

@@ -56,6 +56,12 @@ def inline(fn):
     return _njit(fn, inline="always", error_model="numpy")
 
 
+def vector_inline(fn):
+    """A `vector_kernel` helper inlined into its caller: for loops over short rows (softmax's 64
+    keys), where the call itself (passing each row's view) costs as much as the loop."""
+    return _njit(fn, inline="always", error_model="numpy", fastmath={"reassoc", "contract"})
+
+
 # --------------------------------------------------------------------------- calling kernels cheaply
 
 
