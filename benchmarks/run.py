@@ -21,7 +21,7 @@ The ratio column follows each target's wording:
   'vs micrograd':                  micrograd time / tinyattn time (how many times faster).
 
 The table is printed and the results are written as JSON (default benchmarks/results-latest.json;
-benchmarks/results.json is the committed reference run).
+benchmarks/results.json and results_avx2.json are the committed reference runs).
 """
 import argparse
 import datetime
