@@ -261,18 +261,21 @@ def bench_softmax(res, timer, torch):
 
 # ============================================================================ fused attention
 
-SDPA_CASES = ((1024, False), (1024, True), (4096, False), (4096, True))   # (T, is_causal)
-
-SDPA_MEMORY_CHILD = r"""
-import json, sys
-LIB, T, causal, B, H, D = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", 1, 8, 64
-
+# The resident and peak memory of the calling process (MB), for the child processes below.
+STATUS_MB = '''
 def status_mb(field):
     with open("/proc/self/status") as f:
         for line in f:
             if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
+'''
 
+SDPA_CASES = ((1024, False), (1024, True), (4096, False), (4096, True))   # (T, is_causal)
+
+SDPA_MEMORY_CHILD = r"""
+import json, sys
+LIB, T, causal, B, H, D = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", 1, 8, 64
+""" + STATUS_MB + r"""
 if LIB == "tinyattn":
     import tinyattn as lib
     F = lib.nn.functional
@@ -616,13 +619,7 @@ MEMORY_CHILD = r'''
 import json, math, resource, sys
 LIB = sys.argv[1]
 sys.path.insert(0, sys.argv[2])
-
-def status_mb(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-
+''' + STATUS_MB + r'''
 if LIB == "tinyattn":
     import run
     step, _ = run.transformer_step_pair(None)

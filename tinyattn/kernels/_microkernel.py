@@ -30,6 +30,8 @@ def micro_kernel(a, a_pos, a_rs, a_ps, b, b_pos, b_ps, kc, c, c_pos, c_rs, accum
             c[c_pos + i * c_rs + j] = s
 
 
+# _rows8, _rows4 and _rows2 are written out rather than looped over an array of accumulators:
+# each accumulator must be a variable of its own for LLVM to keep it in a register.
 @njit(inline="always")
 def _rows8(a, a_pos, a_rs, a_ps, b, b_pos, b_ps, kc, c, c_pos, c_rs, accumulate):
     if accumulate:

@@ -51,7 +51,7 @@ from . import threads
 from .buffers import as_array
 from .exp import (exp, exp_float32_nonpositive, f32, from_order_key, from_order_key32, order_key,
                   order_key32)
-from .jit import kernel, vector_kernel
+from .jit import inline, kernel, vector_kernel
 from .matmul import MR, NR, _micro
 from .tiers import register
 
@@ -187,6 +187,16 @@ def _tile_mm(a, a_pos, a_rs, a_ps, b, b_pos, b_ss, b_ps, kc, c, c_pos, c_rs, M, 
         for i in range(0, M, MR):            # ... while the row strips of A pass over it
             _micro(a, a_pos + i * a_rs, a_rs, a_ps, b, b_strip, b_ps, kc,
                    c, c_pos + i * c_rs + j, c_rs, accumulate)
+
+
+@inline
+def _visible(S, j0, bc, gi, causal):
+    """How many keys of the block starting at key j0 query gi may see: the block's real keys
+    (not padding), and with a causal mask only those at positions <= gi (<= 0: none)."""
+    nv = min(bc, S - j0)
+    if causal:
+        nv = min(nv, gi - j0 + 1)
+    return nv
 
 
 @vector_kernel
@@ -364,9 +374,7 @@ def _forward_units(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causa
             for i in range(br):
                 srow = W[sb + i * bc:sb + (i + 1) * bc]
                 gi = i0 + i
-                nv = min(bc, S - j0)
-                if causal:
-                    nv = min(nv, gi - j0 + 1)
+                nv = _visible(S, j0, bc, gi, causal)
                 if i >= rows or nv <= 0:    # padding row, or no key of this block is visible
                     for j in range(bc):
                         srow[j] = 0.0
@@ -469,9 +477,7 @@ def _backward_heads(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss
                 for i in range(br):
                     prow = W[pb + i * bc:pb + (i + 1) * bc]
                     gi = i0 + i
-                    nv = min(bc, S - j0)
-                    if causal:
-                        nv = min(nv, gi - j0 + 1)
+                    nv = _visible(S, j0, bc, gi, causal)
                     if gi >= L or nv <= 0:
                         for j in range(bc):
                             prow[j] = 0.0

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import Function
+from ..creation import zeros
 from ..kernels import flash as KF
 from ..tensor import _empty
 from ._launch import packed
@@ -93,15 +94,13 @@ class FlashAttention(Function):
         batch = q.shape[:-2]
         L, E, S, Ev = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
         nb = _shapes.numel(batch)
+        if not (nb and L):  # no queries: keys and values get no gradient
+            return (_empty(q.shape, q.dtype), zeros(k.shape, dtype=q.dtype),
+                    zeros(v.shape, dtype=q.dtype), None, None, None)
         dq, dk, dv = _empty(q.shape, q.dtype), _empty(k.shape, q.dtype), _empty(v.shape, q.dtype)
-        if nb and L:
-            KF.flash_backward(q._data, k._data, v._data, out._data, packed(g)._data, lse._data,
-                              *margs, causal, scale, dq._data, dk._data, dv._data,
-                              batch[-1] if batch else 1, nb, L, S, E, Ev)
-        else:  # no queries: keys and values got no gradient
-            for t in (dk, dv):
-                for i in range(len(t._data)):
-                    t._data[i] = 0.0
+        KF.flash_backward(q._data, k._data, v._data, out._data, packed(g)._data, lse._data,
+                          *margs, causal, scale, dq._data, dk._data, dv._data,
+                          batch[-1] if batch else 1, nb, L, S, E, Ev)
         return dq, dk, dv, None, None, None
 
 

@@ -54,6 +54,15 @@ def _take(g, positions):
     return reshape(IndexRows.apply(flat, positions), (positions.numel(),))
 
 
+def _scattered(x, values, positions, mode):
+    """A packed copy of x with values[j] combined (mode) into its flat position positions[j]."""
+    out = copy(x)
+    n = positions.numel()
+    if n:
+        KS.scatter_flat(positions._data, packed(values)._data, out._data, n, mode)
+    return out
+
+
 class Scatter(Function):
     """out = x with out.flat[positions[j]] = values[j] (mode ASSIGN) or += values[j] (mode ADD).
 
@@ -65,11 +74,7 @@ class Scatter(Function):
 
     @staticmethod
     def forward(ctx, x, values, positions, mode):
-        out = copy(x)
-        n = positions.numel()
-        if n:
-            KS.scatter_flat(positions._data, packed(values)._data, out._data, n, mode)
-        return out
+        return _scattered(x, values, positions, mode)
 
     @staticmethod
     def backward(ctx, g):
@@ -230,10 +235,7 @@ class ScatterReduce(Function):
 
     @staticmethod
     def forward(ctx, x, values, positions, mode):
-        out = copy(x)
-        n = positions.numel()
-        if n:
-            KS.scatter_flat(positions._data, packed(values)._data, out._data, n, mode)
+        out = _scattered(x, values, positions, mode)
         if ctx.needs_input_grad:
             ctx.save_for_backward(x.detach(), values.detach(), out.detach())
         return out
