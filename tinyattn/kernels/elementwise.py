@@ -223,6 +223,61 @@ def _binary_value(op, a, b):
     return a // b  # FLOOR_DIVIDE: rounds toward -inf, as Python and PyTorch
 
 
+@kernel
+def _int_pow(a, b):
+    """a ** b for integers, b >= 0, by squaring (wrapping as int64 arithmetic does). A called
+    function, not inlined: numba's inliner trips over the loop inside the kernels' loops."""
+    r = a - a + 1
+    while b > 0:
+        if b & 1:
+            r *= a
+        a *= a
+        b >>= 1
+    return r
+
+
+@inline
+def _binary_value_int(op, a, b):
+    # `_binary_value` for integer operands, returning integers: numba gives a function one return
+    # type, and the float branches above (nan, inf, a / b) would make every integer result a
+    # float64, which rounds products past 2**53 (int64 and wrapped int32 arithmetic must be exact).
+    # DIV and ATAN2 never get here: the op layer computes them in floats.
+    if op == ADD:
+        return a + b
+    if op == SUB:
+        return a - b
+    if op == MUL:
+        return a * b
+    if op == POW2:           # b >= 0 here (ops/elementwise.py _integer_pow)
+        return _int_pow(a, b)
+    if op == MAXIMUM:
+        return a if a >= b else b
+    if op == MINIMUM:
+        return a if a <= b else b
+    if op == REMAINDER:      # b != 0 here (the op layer raises for integer division by zero)
+        return a % b
+    return a // b            # FLOOR_DIVIDE
+
+
+def binary_value(op, a, b):
+    """a (op) b: `_binary_value_int` when both are integers, else `_binary_value`.
+
+    Interpreted, Python's integers do not overflow: an integer result is wrapped to int64 here, as
+    the compiled loop's int64 arithmetic wraps (and a power is taken mod 2**64, never in full)."""
+    if type(a) is int and type(b) is int:
+        v = pow(a, b, 1 << 64) if op == POW2 else _binary_value(op, a, b)
+        v &= 0xFFFFFFFFFFFFFFFF
+        return v - (1 << 64) if v >= 1 << 63 else v
+    return _binary_value(op, a, b)
+
+
+@overload(binary_value)
+def _binary_value_jit(op, a, b):
+    if isinstance(a, types.Integer) and isinstance(b, types.Integer):
+        return lambda op, a, b: _binary_value_int(op, a, b)
+    return lambda op, a, b: _binary_value(op, a, b)
+
+
 @inline
 def _compare_value(op, a, b):
     if op == EQ:
@@ -278,7 +333,7 @@ def unary(op, p1, p2, x, x_off, xs0, xs1, xs2, xs3, out, n0, n1, n2, n3):
 def binary_packed_reference(op, a, b, out, n):
     """out[i] = a[i] (op) b[i] for contiguous a, b, out of n elements."""
     for i in range(n):
-        out[i] = _binary_value(op, a[i], b[i])
+        out[i] = binary_value(op, a[i], b[i])
 
 
 @kernel
@@ -291,7 +346,7 @@ def binary(op, a, a_off, as0, as1, as2, as3, b, b_off, bs0, bs1, bs2, bs3, out, 
                 pa = a_off + i0 * as0 + i1 * as1 + i2 * as2
                 pb = b_off + i0 * bs0 + i1 * bs1 + i2 * bs2
                 for i3 in range(n3):
-                    out[o + i3] = _binary_value(op, a[pa + i3 * as3], b[pb + i3 * bs3])
+                    out[o + i3] = binary_value(op, a[pa + i3 * as3], b[pb + i3 * bs3])
                 o += n3
 
 
@@ -299,7 +354,10 @@ def binary(op, a, a_off, as0, as1, as2, as3, b, b_off, bs0, bs1, bs2, bs3, out, 
 def binary_scalar_packed_reference(op, a, s, reverse, out, n):
     """out[i] = a[i] (op) s, or s (op) a[i] when `reverse`; contiguous a and out of n elements."""
     for i in range(n):
-        out[i] = _binary_value(op, s, a[i]) if reverse else _binary_value(op, a[i], s)
+        if reverse:
+            out[i] = binary_value(op, s, a[i])
+        else:
+            out[i] = binary_value(op, a[i], s)
 
 
 @kernel
@@ -312,7 +370,10 @@ def binary_scalar(op, a, a_off, as0, as1, as2, as3, s, reverse, out, n0, n1, n2,
                 pa = a_off + i0 * as0 + i1 * as1 + i2 * as2
                 for i3 in range(n3):
                     v = a[pa + i3 * as3]
-                    out[o + i3] = _binary_value(op, s, v) if reverse else _binary_value(op, v, s)
+                    if reverse:
+                        out[o + i3] = binary_value(op, s, v)
+                    else:
+                        out[o + i3] = binary_value(op, v, s)
                 o += n3
 
 
@@ -373,6 +434,63 @@ def to_int(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0, n1,
                 po = o_off + i0 * os0 + i1 * os1 + i2 * os2
                 for i3 in range(n3):
                     out[po + i3 * os3] = int(x[px + i3 * xs3])
+
+
+# How `convert_int` / `convert_float` turn each element into the output's type (dtypes.py
+# explains the narrow integer types). Two kernels, one per kind of input: numba types every branch.
+TO_BOOL, TO_UINT8, TO_INT32 = range(3)
+
+
+@inline
+def _int_converted(mode, v):
+    if mode == TO_BOOL:
+        return 1 if v != 0 else 0
+    if mode == TO_UINT8:                # the low 8 bits: 300 -> 44, -1 -> 255
+        return v & 0xFF
+    w = v & 0xFFFFFFFF                  # TO_INT32: the low 32 bits, as a signed number
+    return w - 4294967296 if w >= 2147483648 else w
+
+
+@inline
+def _float_converted(mode, v):
+    if mode == TO_BOOL:                 # any non-zero value (NaN too) is True
+        return 1 if v != 0 else 0
+    if mode == TO_UINT8:                # through int64 (NaN, out of its range: -2**63), low byte
+        if v != v or v >= 9.2233720368547758e18 or v < -9.2233720368547758e18:
+            return 0
+        return int(v) & 0xFF
+    if v != v or v >= 2147483648.0 or v < -2147483648.0:
+        return -2147483648              # TO_INT32: out of range and NaN give -2**31 (PyTorch, x86)
+    return int(v)
+
+
+@kernel
+def convert_int(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0, n1, n2, n3,
+                mode):
+    """Strided copy of an integer or bool view into a bool, uint8 or int32 view, converting each
+    element as PyTorch does (`mode`: TO_BOOL, TO_UINT8, TO_INT32). Wrapping is written out with
+    masks, so it gives the same bits compiled and interpreted (where storing 300 into a byte
+    array would raise OverflowError)."""
+    for i0 in range(n0):
+        for i1 in range(n1):
+            for i2 in range(n2):
+                px = x_off + i0 * xs0 + i1 * xs1 + i2 * xs2
+                po = o_off + i0 * os0 + i1 * os1 + i2 * os2
+                for i3 in range(n3):
+                    out[po + i3 * os3] = _int_converted(mode, x[px + i3 * xs3])
+
+
+@kernel
+def convert_float(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0, n1, n2, n3,
+                  mode):
+    """`convert_int` for a float32 / float64 view: truncated toward zero, then wrapped."""
+    for i0 in range(n0):
+        for i1 in range(n1):
+            for i2 in range(n2):
+                px = x_off + i0 * xs0 + i1 * xs1 + i2 * xs2
+                po = o_off + i0 * os0 + i1 * os1 + i2 * os2
+                for i3 in range(n3):
+                    out[po + i3 * os3] = _float_converted(mode, x[px + i3 * xs3])
 
 
 @kernel
@@ -475,7 +593,7 @@ def unary_backward_fast(op, p1, p2, g, x, y, out, n):
 def binary_packed_fast(op, a, b, out, n):
     literally(op)
     for i in range(n):
-        out[i] = _binary_value(op, a[i], b[i])
+        out[i] = binary_value(op, a[i], b[i])
 
 
 @kernel
@@ -483,26 +601,26 @@ def binary_scalar_packed_fast(op, a, s, reverse, out, n):
     literally(op)
     if reverse:
         for i in range(n):
-            out[i] = _binary_value(op, s, a[i])
+            out[i] = binary_value(op, s, a[i])
     else:
         for i in range(n):
-            out[i] = _binary_value(op, a[i], s)
+            out[i] = binary_value(op, a[i], s)
 
 
 @inline
 def _binary_row(op, a, b, out, n):
     for i in range(n):
-        out[i] = _binary_value(op, a[i], b[i])
+        out[i] = binary_value(op, a[i], b[i])
 
 
 @inline
 def _binary_row_scalar(op, a, s, reverse, out, n):
     if reverse:
         for i in range(n):
-            out[i] = _binary_value(op, s, a[i])
+            out[i] = binary_value(op, s, a[i])
     else:
         for i in range(n):
-            out[i] = _binary_value(op, a[i], s)
+            out[i] = binary_value(op, a[i], s)
 
 
 @kernel
@@ -527,7 +645,7 @@ def binary_fast(op, a, a_off, as0, as1, as2, as3, b, b_off, bs0, bs1, bs2, bs3, 
                     _binary_row_scalar(op, B[pb:pb + n3], a[pa], True, O[o:o + n3], n3)
                 else:
                     for i3 in range(n3):
-                        out[o + i3] = _binary_value(op, a[pa + i3 * as3], b[pb + i3 * bs3])
+                        out[o + i3] = binary_value(op, a[pa + i3 * as3], b[pb + i3 * bs3])
                 o += n3
 
 
