@@ -7,10 +7,12 @@ nn/, optim/ -> demos/.
 from . import _malloc  # noqa: F401  (keeps freed tensor memory for reuse; see _malloc.py)
 from . import autograd  # first: tensor.py and ops/ build on it
 from .tensor import Tensor
-from ._devices import (BoolTensor, DoubleTensor, FloatTensor, LongTensor, backends,
+from ._devices import (BoolTensor, ByteTensor, DoubleTensor, FloatTensor, IntTensor,
+                       LongTensor, backends,
                        channels_last, compile, contiguous_format, cuda, device, jit,  # noqa: A004
                        memory_format, onnx, preserve_format)
-from .dtypes import bool, double, dtype, float, float32, float64, int64, long  # noqa: A004
+from .dtypes import (bool, double, dtype, float, float32, float64, int, int32,  # noqa: A004
+                     int64, long, uint8)
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .random import Generator, get_rng_state, initial_seed, manual_seed, set_rng_state
 from .creation import (arange, empty, empty_like, eye, full, full_like, linspace, ones, ones_like,

@@ -74,6 +74,8 @@ def _buffer(dtype, values, op="tensor"):
             return array("q", [v if type(v) is int else int(v) for v in values])
         except OverflowError:
             raise OverflowError(f"{op}: a value does not fit in int64") from None
+    if _dt.computes_in_int64(dtype):   # uint8 / int32: PyTorch's range check (dtypes.checked)
+        return array(dtype.typecode, [_dt.checked(dtype, v, op) for v in values])
     return array(dtype.typecode, values)
 
 
@@ -99,7 +101,7 @@ def _filled(op, size, value, dtype, requires_grad):
     if dtype is _dt.bool:
         value = 1 if value else 0
     elif not dtype.is_floating_point:
-        value = int(value)
+        value = int(_dt.checked(dtype, value, op))
     buf = array(dtype.typecode, [value]) * _shapes.numel(shape)
     return _finish(_make(buf, shape, dtype), requires_grad)
 
@@ -165,8 +167,8 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         dtype = _dt.int64 if builtins.all(isinstance(v, int) for v in (start, end, step)) \
             else _dt.float32
     dtype = _dt.get(dtype)
-    if dtype is _dt.int64 and builtins.all(isinstance(v, int) for v in (start, end, step)):
-        buf = array("q", range(start, end, step))
+    if _dt.is_integer(dtype) and builtins.all(isinstance(v, int) for v in (start, end, step)):
+        buf = _buffer(dtype, range(start, end, step), "arange")
     else:
         buf = array(dtype.typecode, [start + i * step for i in range(n)])
     return _finish(_make(buf, (len(buf),), dtype), requires_grad)
@@ -187,6 +189,7 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
         vals = [start + i * d for i in range(steps)]
     if not dtype.is_floating_point:          # computed in floats, truncated, as in PyTorch
         vals = [int(v) for v in vals] if dtype is not _dt.bool else [v != 0 for v in vals]
+        vals = [_dt.wrap(dtype, v) for v in vals]
     return _finish(_make(array(dtype.typecode, vals), (steps,), dtype), requires_grad)
 
 

@@ -38,11 +38,12 @@ _STRUCTURE_KEY = "tinyattn.structure"
 _FORMAT_VERSION = 1
 _MAX_HEADER = 100_000_000  # the limit of the safetensors library: a bigger header is corrupt
 
-_CODE = {_dt.float32: "F32", _dt.float64: "F64", _dt.int64: "I64", _dt.bool: "BOOL"}
+_CODE = {_dt.float32: "F32", _dt.float64: "F64", _dt.int64: "I64", _dt.int32: "I32",
+         _dt.uint8: "U8", _dt.bool: "BOOL"}
 _DTYPE = {code: dt for dt, code in _CODE.items()}
 # safetensors dtypes that tinyattn cannot hold: named in the error so the user knows what to do.
 _OTHER_SAFETENSORS_DTYPES = {"F16", "BF16", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3",
-                             "F6_E3M2", "I8", "I16", "I32", "U8", "U16", "U32", "U64", "C64"}
+                             "F6_E3M2", "I8", "I16", "U16", "U32", "U64", "C64"}
 _BIG_ENDIAN = sys.byteorder == "big"
 
 
@@ -281,7 +282,7 @@ def _check_entries(path, header, data_size):
         if code not in _DTYPE:
             if code in _OTHER_SAFETENSORS_DTYPES:
                 raise ValueError(f"{where} has dtype {code}, which tinyattn does not have (only "
-                                 f"F32, F64, I64, BOOL); convert it before saving, e.g. "
+                                 f"F32, F64, I64, I32, U8, BOOL); convert it before saving, e.g. "
                                  f"t.float() or t.long()")
             raise ValueError(f"{where} has an unknown dtype {code!r}")
         shape = info["shape"]

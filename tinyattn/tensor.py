@@ -324,7 +324,8 @@ class Tensor:
     is_cpu = True
 
     def type(self, dtype):
-        return self.to(dtype)
+        """x.type(tinyattn.int32), x.type("int32") or x.type(tinyattn.IntTensor)."""
+        return self.to(_dt.get(dtype))
 
     def float(self):
         return _lay.to_dtype(self, _dt.float32)
@@ -334,6 +335,14 @@ class Tensor:
 
     def long(self):
         return _lay.to_dtype(self, _dt.int64)
+
+    def int(self):
+        """int32 (PyTorch's x.int()); values wrap mod 2**32, floats truncate."""
+        return _lay.to_dtype(self, _dt.int32)
+
+    def byte(self):
+        """uint8 (PyTorch's x.byte()); values wrap mod 256: -1 -> 255, 300 -> 44."""
+        return _lay.to_dtype(self, _dt.uint8)
 
     def bool(self):
         return _lay.to_dtype(self, _dt.bool)

@@ -26,12 +26,16 @@ import builtins
 from array import array
 
 from .. import _shapes
+from .. import dtypes as _dt
 from ..kernels import elementwise as KE
 from ..tensor import Tensor, _empty, _make
 
 
 def tensor_from_scalar(value, dtype):
-    """A 0-d tensor holding one Python number."""
+    """A 0-d tensor holding one Python number (an int wraps into a uint8 / int32 tensor, as
+    PyTorch's arithmetic casts it: dtypes.wrap)."""
+    if dtype.bits < 64 and not dtype.is_floating_point and dtype is not _dt.bool:
+        value = _dt.wrap(dtype, int(value))
     return _make(array(dtype.typecode, [value]), (), dtype)
 
 
@@ -43,27 +47,39 @@ def packed(t):
 def copy(t, dtype=None):
     """A packed copy of t (optionally converted to dtype), without graph."""
     out = _empty(t.shape, dtype or t.dtype)
-    copy_into(t, out._data, 0, out._strides)
+    copy_into(t, out._data, 0, out._strides, out.dtype)
     return out
 
 
-def copy_into(src, dst_data, dst_off, dst_strides):
-    """Copy the elements of view `src` into the view (dst_data, dst_off, dst_strides), same shape."""
-    if src.dtype.typecode == dst_data.typecode:
+_CONVERT_MODE = {_dt.bool: KE.TO_BOOL, _dt.uint8: KE.TO_UINT8, _dt.int32: KE.TO_INT32}
+
+
+def copy_into(src, dst_data, dst_off, dst_strides, dst_dtype=None):
+    """Copy the elements of view `src` into the view (dst_data, dst_off, dst_strides), same shape,
+    converting to `dst_dtype` (default: src's dtype if the buffers' typecodes agree, else the
+    typecode's dtype). bool and uint8 share the typecode 'B': the dtypes decide (dtypes.py)."""
+    sd = src.dtype
+    if dst_dtype is None:
+        dst_dtype = sd if sd.typecode == dst_data.typecode else _dt.BY_TYPECODE[dst_data.typecode]
+    extra = ()
+    if sd.typecode == dst_data.typecode and not (dst_dtype is _dt.bool and sd is not _dt.bool):
         kern = KE.COPY_SAME[dst_data.typecode]
-    elif src.dtype.is_floating_point and dst_data.typecode == "q":
+    elif dst_dtype in _CONVERT_MODE:   # bool, uint8, int32: test / wrap (kernels/elementwise.py)
+        kern = KE.convert_float if sd.is_floating_point else KE.convert_int
+        extra = (_CONVERT_MODE[dst_dtype],)
+    elif sd.is_floating_point and dst_data.typecode == "q":
         kern = KE.to_int  # float -> int truncates toward zero, as PyTorch
     else:
         kern = KE.copy
     shape4, (ss, ds) = _shapes.kernel_layout(src.shape, src._strides, dst_strides)
     if len(shape4) == 4:
-        kern(src._data, src._offset, *ss, dst_data, dst_off, *ds, *shape4)
+        kern(src._data, src._offset, *ss, dst_data, dst_off, *ds, *shape4, *extra)
         return
     # More than 4 dims that do not merge: loop over the leading ones in Python.
     for idx in _ndindex(shape4[:-4]):
         so = src._offset + builtins.sum(i * s for i, s in zip(idx, ss))
         do = dst_off + builtins.sum(i * s for i, s in zip(idx, ds))
-        kern(src._data, so, *ss[-4:], dst_data, do, *ds[-4:], *shape4[-4:])
+        kern(src._data, so, *ss[-4:], dst_data, do, *ds[-4:], *shape4[-4:], *extra)
 
 
 def _ndindex(shape):

@@ -15,6 +15,7 @@ Chapters 1 and 2 of the tour (docs/01-autograd.md, docs/02-kernels.md) walk thro
 """
 import builtins
 import math
+import warnings
 
 from .. import _shapes
 from .. import dtypes as _dt
@@ -26,6 +27,13 @@ from .layout import expand, to_dtype
 from .reduce import sum_to
 
 _float32, _float64, _int64, _bool = _dt.float32, _dt.float64, _dt.int64, _dt.bool
+_narrow = _dt.computes_in_int64   # uint8, int32: computed in int64, wrapped back (dtypes.py)
+
+
+def _in_int64(fn, dt, *xs):
+    """fn(*xs) with uint8 / int32 tensors converted to int64, the result wrapped back to dt."""
+    xs = [to_dtype(x, _int64) if isinstance(x, Tensor) and _narrow(x.dtype) else x for x in xs]
+    return to_dtype(fn(*xs), dt)
 
 
 def _floating(op, x):
@@ -80,11 +88,15 @@ def neg(x):
     check_tensor("neg", x)
     if x.dtype is _bool:
         raise TypeError("neg: negation of a bool tensor is not defined; use logical_not()")
+    if _narrow(x.dtype):  # uint8: -x wraps (-3 -> 253), as PyTorch
+        return _in_int64(neg, x.dtype, x)
     return Unary.apply(x, KE.NEG, 0.0, 0.0)
 
 
 def abs(x):  # noqa: A001 - PyTorch's name
     check_tensor("abs", x)
+    if _narrow(x.dtype):
+        return _in_int64(abs, x.dtype, x)
     return Unary.apply(x, KE.ABS, 0.0, 0.0)
 
 
@@ -115,7 +127,7 @@ def sigmoid(x):
 
 def relu(x):
     check_tensor("relu", x)
-    if x.dtype is _int64:            # integers stay integers, as in PyTorch
+    if _dt.is_integer(x.dtype):      # integers stay integers, as in PyTorch
         return where(gt(x, 0), x, 0)
     return _unary(KE.RELU, x, name="relu")
 
@@ -189,7 +201,7 @@ def square(x):
     """x * x; a bool tensor squares to int64, as in PyTorch (x * x alone would stay bool)."""
     if isinstance(x, Tensor) and x.dtype is _bool:
         x = to_dtype(x, _int64)
-    return mul(x, x)
+    return mul(x, x)     # uint8 / int32 squares wrap in their own dtype, as PyTorch
 
 
 def reciprocal(x):
@@ -208,6 +220,11 @@ def clamp(x, min=None, max=None):  # noqa: A002 - PyTorch's argument names
         if max is not None:
             out = minimum(out, max)
         return out
+    if not x.dtype.is_floating_point and builtins.any(
+            isinstance(v, float) for v in (min, max)):
+        x = to_dtype(x, _float32)     # an integer tensor clamped to a float bound: float32
+    if _narrow(x.dtype):              # PyTorch checks the bounds fit: uint8 clamp(0, 300) raises
+        min, max = (None if v is None else _dt.checked(x.dtype, v, "clamp") for v in (min, max))
     lo = -math.inf if min is None else float(min)
     hi = math.inf if max is None else float(max)
     if not x.dtype.is_floating_point:
@@ -458,6 +475,8 @@ def _scalar_op(op, x, c, reverse=False):
     if dt is not x.dtype:
         x = to_dtype(x, dt)
     c = float(c) if dt.is_floating_point else int(c)
+    if _narrow(dt):  # the number wraps into dt first (uint8 % -3 is % 253), as PyTorch
+        return to_dtype(ScalarOp.apply(to_dtype(x, _int64), op, _dt.wrap(dt, c), reverse), dt)
     return ScalarOp.apply(x, op, c, reverse)
 
 
@@ -479,6 +498,8 @@ def _binary(cls, op, a, b):
                 a, b = to_dtype(a, _int64), to_dtype(b, _int64)
             if op == KE.DIV and not a.dtype.is_floating_point:
                 a, b = to_dtype(a, _float32), to_dtype(b, _float32)
+            if _narrow(a.dtype):  # in int64, wrapped back: uint8 200 + 100 == 44
+                return _in_int64(cls.apply, a.dtype, a, b)
             return cls.apply(a, b)
         if isinstance(b, (int, float)):
             if op == KE.DIV and not a.dtype.is_floating_point:
@@ -493,9 +514,12 @@ def _binary(cls, op, a, b):
         if op == KE.DIV and not b.dtype.is_floating_point:
             b = to_dtype(b, _float32)
         elif op == KE.POW2 and not b.dtype.is_floating_point:
-            # 2 ** int_tensor is int64 in PyTorch (2.0 ** int_tensor is float32)
-            b = to_dtype(b, _int64 if isinstance(a, int) and not isinstance(a, bool)
-                         else _float32)
+            # 2 ** int_tensor keeps the tensor's integer dtype in PyTorch (2 ** bool_tensor is
+            # int64, 2.0 ** int_tensor is float32)
+            if not (isinstance(a, int) and not isinstance(a, bool)):
+                b = to_dtype(b, _float32)
+            elif b.dtype is _bool:
+                b = to_dtype(b, _int64)
         return _scalar_op(op, b, a, reverse=True)
     raise TypeError(f"{_BINARY_NAMES[op]}: expected Tensors or numbers, got "
                     f"{type(a).__name__} and {type(b).__name__}")
@@ -580,7 +604,7 @@ def rpow(a, b):
 
 def _integral(x):
     if isinstance(x, Tensor):
-        return x.dtype is _int64
+        return _dt.is_integer(x.dtype)
     return isinstance(x, int) and not isinstance(x, bool)
 
 
@@ -598,7 +622,7 @@ def _integer_pow(a, b):
             return _binary(Pow, KE.POW2, a, b)
         out = _binary(Pow, KE.POW2, a, where(negative, 0, b))
         minus_one = where(ne(remainder(b, 2), 0), -1, 1)
-        a_t = a if isinstance(a, Tensor) else tensor_from_scalar(a, _int64)
+        a_t = a if isinstance(a, Tensor) else tensor_from_scalar(a, out.dtype)
         small = where(eq(a_t, 1), 1, where(eq(a_t, -1), minus_one, 0))
         return where(negative, small, out)
 
@@ -640,7 +664,7 @@ def _integerish_operands(a, b):
     elif not isinstance(b, Tensor):
         dt = _dt.scalar_result_type(a.dtype, b)
         a = to_dtype(a, dt)
-        b = float(b) if dt.is_floating_point else int(b)
+        b = float(b) if dt.is_floating_point else _dt.wrap(dt, int(b))
     if a.dtype is _bool:
         a = to_dtype(a, _int64)
         b = to_dtype(b, _int64) if isinstance(b, Tensor) else b
@@ -686,6 +710,8 @@ def remainder(a, b):
     if a.dtype.is_floating_point:
         return Remainder.apply(a, b)
     with no_grad():
+        if _narrow(a.dtype):
+            return _in_int64(_Integerish.apply, a.dtype, a, b, KE.REMAINDER)
         return _Integerish.apply(a, b, KE.REMAINDER)
 
 
@@ -695,6 +721,8 @@ def floor_divide(a, b):
     a, b = _integerish_operands(a, b)
     _check_integer_divisor("floor_divide", a, b)
     with no_grad():
+        if _narrow(a.dtype):
+            return _in_int64(_Integerish.apply, a.dtype, a, b, KE.FLOOR_DIVIDE)
         return _Integerish.apply(a, b, KE.FLOOR_DIVIDE)
 
 
@@ -714,6 +742,8 @@ def _compare(op, name, a, b):
     if a.dtype is not b.dtype:
         dt = _dt.promote_types(a.dtype, b.dtype)
         a, b = to_dtype(a, dt), to_dtype(b, dt)
+    if _narrow(a.dtype):    # compared as int64 (the values are the same)
+        a, b = to_dtype(a, _int64), to_dtype(b, _int64)
     shape = _shapes.broadcast_shapes(name, a.shape, b.shape)
     out = _empty(shape, _bool)
     shape4, (va, vb) = views4(shape, a, b)
@@ -762,11 +792,12 @@ def _bitwise(name, a, b):
                             f"only)")
     dt = _dt.promote_types(a.dtype, b.dtype)
     shape = _shapes.broadcast_shapes(name, a.shape, b.shape)
-    a = packed(expand(to_dtype(a, dt), shape))
-    b = packed(expand(to_dtype(b, dt), shape))
-    out = _empty(shape, dt)
-    KE.BITWISE[dt.typecode](_BITWISE[name], a._data, b._data, out._data, out.numel())
-    return out
+    kdt = _int64 if _narrow(dt) else dt      # uint8 / int32 bits in int64, wrapped back
+    a = packed(expand(to_dtype(a, kdt), shape))
+    b = packed(expand(to_dtype(b, kdt), shape))
+    out = _empty(shape, kdt)
+    KE.BITWISE[kdt.typecode](_BITWISE[name], a._data, b._data, out._data, out.numel())
+    return to_dtype(out, dt)
 
 
 def bitwise_and(a, b):
@@ -848,7 +879,15 @@ class Where(Function):
 
 
 def where(condition, input, other):  # noqa: A002 - PyTorch's argument names
-    """Elementwise `input if condition else other`; either value may be a Python number."""
+    """Elementwise `input if condition else other`; either value may be a Python number.
+
+    condition: a bool tensor. A uint8 one is accepted with PyTorch's deprecation warning (as
+    `condition != 0`); other dtypes raise."""
+    if isinstance(condition, Tensor) and condition.dtype is _dt.uint8:
+        warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and "
+                      "will be removed in a future version of PyTorch. Use a boolean condition "
+                      "instead.", UserWarning, stacklevel=2)
+        condition = ne(condition, 0)
     if not isinstance(condition, Tensor) or condition.dtype is not _bool:
         raise TypeError("where: condition must be a bool tensor"
                         + (f", got {condition.dtype}" if isinstance(condition, Tensor) else ""))
@@ -857,20 +896,30 @@ def where(condition, input, other):  # noqa: A002 - PyTorch's argument names
         dt = _float32 if builtins.any(isinstance(v, float) for v in (input, other)) else _int64
         input, other = tensor_from_scalar(input, dt), tensor_from_scalar(other, dt)
     if not isinstance(input, Tensor):
-        input = tensor_from_scalar(input, _dt.scalar_result_type(other.dtype, input))
+        input = _fill_value("where", input, _dt.scalar_result_type(other.dtype, input))
     if not isinstance(other, Tensor):
-        other = tensor_from_scalar(other, _dt.scalar_result_type(input.dtype, other))
+        other = _fill_value("where", other, _dt.scalar_result_type(input.dtype, other))
     if input.dtype is not other.dtype:
         dt = _dt.promote_types(input.dtype, other.dtype)
         input, other = to_dtype(input, dt), to_dtype(other, dt)
     return Where.apply(condition, input, other)
 
 
+def _fill_value(op, value, dt):
+    """A number written into a dt tensor, range-checked as PyTorch does (uint8: 300 raises)."""
+    return tensor_from_scalar(_dt.checked(dt, value, op), dt)
+
+
 def masked_fill(x, mask, value):
-    """x with `value` wherever mask is True (mask broadcasts to x.shape)."""
+    """x with `value` wherever mask is True (mask broadcasts to x.shape).
+
+    The mask must be a bool tensor: PyTorch 2.x refuses uint8 masks here (old code's
+    `mask.byte()`); convert one with `mask.bool()` or `mask != 0`."""
     check_tensor("masked_fill", x)
     if not isinstance(mask, Tensor) or mask.dtype is not _bool:
-        raise TypeError("masked_fill: mask must be a bool tensor")
+        raise TypeError("masked_fill: mask must be a bool tensor"
+                        + (f", got {mask.dtype} (PyTorch 2.x accepts only bool masks here; "
+                           f"convert with mask.bool())" if isinstance(mask, Tensor) else ""))
     _shapes.broadcast_shapes("masked_fill", x.shape, mask.shape)
     if isinstance(value, Tensor):
         if value.ndim != 0:
@@ -879,7 +928,7 @@ def masked_fill(x, mask, value):
         # a 0-d tensor stays in the graph: its gradient is the sum of g where the mask is True
         out = where(mask, value if value.dtype is x.dtype else to_dtype(value, x.dtype), x)
     else:
-        out = where(mask, tensor_from_scalar(value, x.dtype), x)
+        out = where(mask, _fill_value("masked_fill", value, x.dtype), x)
     if out.shape != x.shape:
         raise ValueError(f"masked_fill: mask of shape {tuple(mask.shape)} does not broadcast to "
                          f"the input's shape {tuple(x.shape)}")

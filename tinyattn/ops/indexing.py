@@ -24,6 +24,7 @@ one row gather. Every index is checked before a kernel sees it (kernels do not b
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 import builtins
+import warnings
 from array import array
 
 from .. import _shapes
@@ -33,7 +34,7 @@ from ..creation import full, tensor
 from ..kernels import index as KI
 from ..tensor import Tensor, _empty, _make
 from ._launch import check_tensor, copy, copy_into, packed, tensor_from_scalar
-from .elementwise import eq, ge, le, where
+from .elementwise import eq, ge, le, ne, where
 from .inplace import recorded
 from .layout import Slice, expand, permute, reshape, to_dtype, view
 from .reduce import sum_to
@@ -68,10 +69,11 @@ class IndexRows(Function):
 
 
 def checked_index(op, idx, size, dim, allow_negative=True):
-    """idx as a packed int64 tensor with negatives wrapped; IndexError names the bad value."""
+    """idx (int64 or int32, as PyTorch accepts) as a packed int64 tensor with negatives wrapped:
+    every index kernel reads int64 buffers. IndexError names the bad value."""
     if idx.dtype is not _int64:
-        if idx.dtype.is_floating_point:
-            raise TypeError(f"{op}: indices must be integers (int64) or bools, got {idx.dtype}")
+        if idx.dtype is not _dt.int32:
+            raise TypeError(f"{op}: indices must be int64 or int32 tensors, got {idx.dtype}")
         idx = to_dtype(idx, _int64)
     n = idx.numel()
     out = _empty(idx.shape, _int64)
@@ -186,7 +188,12 @@ def _normalize(x, index):
             if it.dtype.is_floating_point:
                 raise IndexError("index: lists used as indices must hold ints or bools")
         elif isinstance(it, Tensor) and it.dtype.is_floating_point:
-            raise IndexError(f"index: tensors used as indices must be int64 or bool, got {it.dtype}")
+            raise IndexError(f"index: tensors used as indices must be int64 or bool (or int32, "
+                             f"uint8), got {it.dtype}")
+        elif isinstance(it, Tensor) and it.dtype is _dt.uint8:
+            warnings.warn("indexing with dtype tinyattn.uint8 is now deprecated, please use a "
+                          "dtype tinyattn.bool instead.", UserWarning, stacklevel=3)
+            it = ne(it, 0)   # a uint8 index is a mask, as in PyTorch
         elif not (it is None or it is Ellipsis or isinstance(it, (int, slice, Tensor))):
             raise IndexError(f"index: unsupported index of type {type(it).__name__} (use ints, "
                              f"slices, None, ..., int64 or bool tensors)")
@@ -357,6 +364,10 @@ def setitem(x, index, value):
     tensor inside the graph. x's buffer goes up one version: an op that saved x's values for
     its backward then raises instead of using the new ones. A leaf that requires grad, or a view
     of a tensor in the graph, cannot be written (ops/inplace.py)."""
+    for it in (index if isinstance(index, tuple) else (index,)):
+        if isinstance(it, Tensor) and it.dtype is _dt.uint8:
+            raise TypeError("setitem: a uint8 tensor as a mask is refused, as in PyTorch 2.x "
+                            "(masked_fill_ only supports boolean masks); use mask.bool()")
     record = recorded(x, "setitem", value)
     _write(x, index, value)
     bump_version(x, record)
@@ -385,7 +396,8 @@ def _write(x, index, value):
             vals = copy(expand(value if value.dtype is x.dtype else copy(value, x.dtype),
                                target.shape))
         else:
-            vals = copy(expand(tensor_from_scalar(value, x.dtype), target.shape))
+            vals = copy(expand(tensor_from_scalar(_dt.checked(x.dtype, value, "setitem"),
+                                                  x.dtype), target.shape))
         KI.put(copy(target)._data, vals._data, x._data, target.numel())
 
 
@@ -404,7 +416,7 @@ def _copy_to_view(target, value, x):
         if value._data is x._data or value.dtype is not x.dtype:
             value = copy(value, x.dtype)  # a private copy: x[1:] = x[:-1] must read old values
     else:
-        value = tensor_from_scalar(value, x.dtype)
+        value = tensor_from_scalar(_dt.checked(x.dtype, value, "setitem"), x.dtype)
     copy_into(expand(value, target.shape), x._data, target._offset, target._strides)
 
 
@@ -437,8 +449,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # 
               scale_grad_by_freq=False, sparse=False):
     """Rows of weight (num_embeddings, embedding_dim) picked by the int64 indices in input (*):
     output (*, embedding_dim). An index outside [0, num_embeddings) raises IndexError."""
-    if not isinstance(input, Tensor) or input.dtype is not _int64:
-        raise TypeError("embedding: indices must be an int64 tensor" + (
+    if not isinstance(input, Tensor) or input.dtype not in (_int64, _dt.int32):
+        raise TypeError("embedding: indices must be an int64 or int32 tensor" + (
             f", got {input.dtype}" if isinstance(input, Tensor) else
             f", got {type(input).__name__}"))
     if max_norm is not None or scale_grad_by_freq or sparse:

@@ -100,7 +100,7 @@ def _write(t, value, op, rebound=False):
         copy_into(src, t._data, t._offset, t._strides)
     else:
         v = (value != 0) if t.dtype is _dt.bool else (float(value) if t.dtype.is_floating_point
-                                                   else int(value))
+                                                   else int(_dt.checked(t.dtype, value, op)))
         shape4, st = _shapes.kernel_layout(t.shape, t._strides)
         if len(shape4) == 4:
             KE.fill(t._data, t._offset, *st[0], v, *shape4)
@@ -129,6 +129,9 @@ def _inplace(op_fn, name):
             return _record(t, lambda old: op_fn(old, *args, **kwargs), name)
         with no_grad():
             result = op_fn(t, *args, **kwargs)
+        if result.dtype.is_floating_point and not t.dtype.is_floating_point:
+            raise RuntimeError(f"{name}: result type {result.dtype} can't be cast to the "
+                               f"desired output type {t.dtype} (as in PyTorch)")
         return _write(t, result, name)
     method.__name__ = name
     method.__doc__ = f"In-place {name.rstrip('_')}: the result is written into this tensor."

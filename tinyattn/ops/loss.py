@@ -62,8 +62,10 @@ def _rows_last(op, input, target):
         raise ValueError(f"{op}: expected a target of shape {expected} for an input of shape "
                          f"{tuple(input.shape)} (class dim {1 if input.ndim > 1 else 0}), got "
                          f"{tuple(target.shape)}")
+    if target.dtype is _dt.uint8:    # PyTorch takes Long or Byte class indices
+        target = target.long()
     if target.dtype is not _dt.int64:
-        raise TypeError(f"{op}: class-index targets must be int64, got {target.dtype}")
+        raise TypeError(f"{op}: class-index targets must be int64 (or uint8), got {target.dtype}")
     return contiguous(rows), packed(reshape(target, (-1,))), expected
 
 

@@ -124,14 +124,16 @@ def matmul(a, b):
     if a.dtype is not b.dtype:
         raise TypeError(f"matmul: both operands must have the same dtype, got {a.dtype} and "
                         f"{b.dtype}")
-    if a.dtype is _dt.int64:
+    if _dt.is_integer(a.dtype):
         # Integers: multiplied in float64 and given back as int64 -- exact while every partial
-        # sum stays below 2**53 (PyTorch multiplies in int64; past 2**53 the two differ).
+        # sum stays below 2**53 (PyTorch multiplies in int64; past 2**53 the two differ) --
+        # then wrapped to uint8 / int32 as PyTorch's arithmetic in those types wraps.
         from .layout import to_dtype
-        return to_dtype(matmul(to_dtype(a, _dt.float64), to_dtype(b, _dt.float64)), _dt.int64)
+        out = to_dtype(matmul(to_dtype(a, _dt.float64), to_dtype(b, _dt.float64)), _dt.int64)
+        return to_dtype(out, a.dtype)
     if not a.dtype.is_floating_point:
-        raise TypeError(f"matmul: expected floating-point or int64 tensors, got {a.dtype} "
-                        f"(tinyattn multiplies float32, float64 and int64 matrices)")
+        raise TypeError(f"matmul: expected floating-point or int64 / int32 / uint8 tensors, "
+                        f"got {a.dtype}")
     if na >= 2 and nb >= 2:
         if (na > 2 or nb > 2) and a.shape[:-2] != b.shape[:-2] and nb != 2:
             try:

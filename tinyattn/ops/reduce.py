@@ -257,14 +257,15 @@ def _max_or_min(x, dim, keepdim, other, want_min):
     if dim is None:
         if x.numel() == 0:
             raise RuntimeError(f"{name}: cannot reduce an empty tensor with no dim given")
-        return Amax.apply(x, tuple(range(x.ndim)), False, want_min)
+        return _amax(x, tuple(range(x.ndim)), False, want_min)
     d = _shapes.normalize_dim(name, dim, x.ndim)
     if x.ndim == 0:
         return MaxResult(x, tensor_from_scalar(0, _int64))
-    if x.dtype is _dt.bool:        # on 0 / 1, given back as bool (PyTorch's dtype)
+    if x.dtype is _dt.bool or _dt.computes_in_int64(x.dtype):
+        # bool on 0 / 1, uint8 / int32 as int64 (dtypes.py); given back in x's dtype (PyTorch's)
         from .layout import to_dtype
         values, indices = _max_or_min(to_dtype(x, _int64), d, keepdim, None, want_min)
-        return MaxResult(to_dtype(values, _dt.bool), indices)
+        return MaxResult(to_dtype(values, x.dtype), indices)
     holder = []
     values = MaxAlong.apply(x, d, keepdim, want_min, holder)
     return MaxResult(values, holder[0])
@@ -279,14 +280,21 @@ def min(x, dim=None, keepdim=False, *, other=None):  # noqa: A001
     return _max_or_min(x, dim, keepdim, other, True)
 
 
+def _amax(x, dims, keepdim, want_min):
+    if _dt.computes_in_int64(x.dtype):     # uint8 / int32: in int64, given back (dtypes.py)
+        from .layout import to_dtype
+        return to_dtype(Amax.apply(to_dtype(x, _int64), dims, keepdim, want_min), x.dtype)
+    return Amax.apply(x, dims, keepdim, want_min)
+
+
 def amax(x, dim=(), keepdim=False):
     dims = _shapes.normalize_dims("amax", None if dim == () else dim, x.ndim)
-    return Amax.apply(x, dims, keepdim, False)
+    return _amax(x, dims, keepdim, False)
 
 
 def amin(x, dim=(), keepdim=False):
     dims = _shapes.normalize_dims("amin", None if dim == () else dim, x.ndim)
-    return Amax.apply(x, dims, keepdim, True)
+    return _amax(x, dims, keepdim, True)
 
 
 def _arg(x, dim, keepdim, want_min, name):
@@ -297,6 +305,9 @@ def _arg(x, dim, keepdim, want_min, name):
     d = _shapes.normalize_dim(name, dim, x.ndim)
     if x.ndim == 0:  # dim 0 of a 0-d tensor: its one element is at index 0
         return _arg(x.reshape(1), 0, False, want_min, name).reshape(())
+    if _dt.computes_in_int64(x.dtype):
+        from .layout import to_dtype
+        x = to_dtype(x, _int64)
     holder = []
     with no_grad():
         MaxAlong.apply(x, d, keepdim, want_min, holder)
@@ -330,12 +341,16 @@ def logsumexp(x, dim, keepdim=False):
 
 
 def all(x, dim=None, keepdim=False):  # noqa: A001
-    return sum(x != 0, dim, keepdim) == _shapes.numel(
+    """True where every element is non-zero; bool, or uint8 for a uint8 x (PyTorch's rule)."""
+    out = sum(x != 0, dim, keepdim) == _shapes.numel(
         x.shape[d] for d in _shapes.normalize_dims("all", dim, x.ndim))
+    return out.to(_dt.uint8) if x.dtype is _dt.uint8 else out
 
 
 def any(x, dim=None, keepdim=False):  # noqa: A001
-    return sum(x != 0, dim, keepdim) > 0
+    """True where some element is non-zero; bool, or uint8 for a uint8 x (PyTorch's rule)."""
+    out = sum(x != 0, dim, keepdim) > 0
+    return out.to(_dt.uint8) if x.dtype is _dt.uint8 else out
 
 
 def prod(x, dim=None, keepdim=False, dtype=None):

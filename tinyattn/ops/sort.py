@@ -42,7 +42,9 @@ def argsort(input, dim=-1, descending=False, stable=False):  # noqa: A002
     if input.ndim == 0:
         return _empty((), _dt.int64).zero_()
     d = _shapes.normalize_dim("argsort", dim, input.ndim)
-    x = input if input.dtype is not _dt.bool else to_dtype(input.detach(), _dt.int64)
+    x = input   # bool, uint8, int32 are sorted as int64 (the same order)
+    if input.dtype is _dt.bool or _dt.computes_in_int64(input.dtype):
+        x = to_dtype(input.detach(), _dt.int64)
     t, rows, n = _as_rows(x, d)
     idx = _empty(t.shape, _dt.int64)
     if rows and n:
@@ -100,6 +102,8 @@ class CumSum(Function):
 def cumsum(input, dim, dtype=None):  # noqa: A002
     """Running sums along dim; integer and bool inputs sum in int64 (PyTorch's rule)."""
     check_tensor("cumsum", input)
+    if dtype is not None and _dt.computes_in_int64(_dt.get(dtype)):  # summed in int64, wrapped
+        return to_dtype(cumsum(to_dtype(input, _dt.int64), dim), _dt.get(dtype))
     if dtype is not None:
         input = to_dtype(input, _dt.get(dtype))
     elif not input.dtype.is_floating_point:
