@@ -29,17 +29,20 @@ unique(x) sorts the flattened x and keeps the first of each run of equal values
 (unique_consecutive keeps runs without sorting); it has no gradient, as in PyTorch.
 """
 import math
+from array import array
+from itertools import accumulate
 
 from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import Function, no_grad
 from ..kernels import scatter as KS
-from ..tensor import Tensor, _empty
+from ..tensor import Tensor, _empty, _make
 from ._launch import check_tensor, copy, packed, tensor_from_scalar
 from .elementwise import div, eq, floor_divide, mul, ne, where
-from .indexing import IndexRows, checked_index, int_range
+from .indexing import IndexRows, checked_index, index_select, int_range, movedim_front
 from .inplace import _inplace
 from .layout import expand, reshape, to_dtype, view
+from .reduce import any as reduce_any
 from .sort import argsort
 
 _int64, _bool = _dt.int64, _dt.bool
@@ -105,11 +108,13 @@ def _positions(shape, d, along, vshape):
         return reshape(packed(pos), (_shapes.numel(vshape),))
 
 
-def _index_tensor(op, index):
+def _index_tensor(op, index, int32_too=True):
+    """PyTorch's rule: int64 or int32 indices (index_fill: int64 only)."""
     if not isinstance(index, Tensor):
         raise TypeError(f"{op}: index must be an int64 tensor, got {type(index).__name__}")
-    if index.dtype is not _int64:
-        raise TypeError(f"{op}: expected dtype int64 for index, got {index.dtype}")
+    if index.dtype is not _int64 and not (int32_too and index.dtype is _dt.int32):
+        raise TypeError(f"{op}: expected dtype int64 for index{' (or int32)' if int32_too else ''}"
+                        f", got {index.dtype}")
     return index
 
 
@@ -163,17 +168,28 @@ def _values(src, index_shape, n, dtype):
     return expand(_scalar(src, dtype), (n,))
 
 
-def _scalar(value, dtype):
-    """A Python number as a 0-d tensor of dtype (2.7 -> 2 for int64, as PyTorch casts it)."""
+def _scalar(value, dtype, op="scatter"):
+    """A Python number as a 0-d tensor of dtype (2.7 -> 2 for int64, as PyTorch casts it; a
+    value uint8 / int32 cannot hold raises, as PyTorch)."""
     if dtype is _bool:
         value = value != 0
     elif not dtype.is_floating_point:
-        value = int(value)
+        value = int(_dt.checked(dtype, value, op))
     return tensor_from_scalar(value, dtype)
 
 
+def _in_int64(dt):
+    """bool (sums are `or`), uint8 and int32 (arithmetic wraps: dtypes.py) combine in int64."""
+    return dt is _bool or _dt.computes_in_int64(dt)
+
+
 def _as_int(x):
-    return to_dtype(x, _int64) if x.dtype is _bool else x
+    return to_dtype(x, _int64) if _in_int64(x.dtype) else x
+
+
+def _back_to(out, dt):
+    """An int64 result back in dt: `!= 0` for bool, wrapped for uint8 / int32."""
+    return ne(out, 0) if dt is _bool else to_dtype(out, dt)
 
 
 def _scatter(op, input, dim, index, src, mode):  # noqa: A002
@@ -181,9 +197,10 @@ def _scatter(op, input, dim, index, src, mode):  # noqa: A002
     if positions is None:
         return restore(input.clone() if input.ndim else reshape(x.clone(), ()))
     values = _values(src, index.shape, positions.numel(), x.dtype)
-    if x.dtype is _bool and mode == KS.ADD:       # bool + bool is `or`, as PyTorch
+    if _in_int64(x.dtype) and (mode == KS.ADD or x.dtype is not _bool):
+        # bool + bool is `or`; uint8 / int32 sums wrap (as PyTorch)
         out = Scatter.apply(_as_int(x), _as_int(values), positions, mode)
-        return restore(to_dtype(out, _bool))
+        return restore(_back_to(out, x.dtype))
     return restore(Scatter.apply(x, values, positions, mode))
 
 
@@ -289,8 +306,8 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
         return restore(input.clone() if input.ndim else reshape(x.clone(), ()))
     n = positions.numel()
     values = _values(src, index.shape, n, x.dtype)
-    is_bool = x.dtype is _bool
-    if is_bool:
+    dt = x.dtype
+    if _in_int64(dt):
         x, values = _as_int(x), _as_int(values)
     if not include_self:   # the positions that receive something start from the identity
         if reduce in _IDENTITY:
@@ -313,8 +330,8 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
     else:
         mode = {"prod": KS.MUL, "amax": KS.MAX, "amin": KS.MIN}[reduce]
         out = ScatterReduce.apply(x, values, positions, mode)
-    if is_bool:
-        out = ne(out, 0)
+    if _in_int64(dt):
+        out = _back_to(out, dt)
     return restore(out)
 
 
@@ -322,6 +339,9 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
 
 
 def _index_vector(op, index):
+    if op == "index_fill" and isinstance(index, Tensor) and index.dtype is _dt.int32:
+        raise IndexError("index_fill: expected dtype int64 for index, got tinyattn.int32 (as "
+                         "PyTorch; index_select, gather, scatter and index_add take int32 too)")
     _index_tensor(op, index)
     if index.ndim > 1:
         raise ValueError(f"{op}: index must be a vector (at most 1 dim), got shape "
@@ -368,8 +388,9 @@ def index_add(input, dim, index, source, *, alpha=1):  # noqa: A002
     along = view(idx, tuple(-1 if k == d else 1 for k in range(x.ndim)))
     positions = _positions(x.shape, d, along, source.shape)
     values = reshape(source, (positions.numel(),))
-    if x.dtype is _bool:
-        return restore(ne(Scatter.apply(_as_int(x), _as_int(values), positions, KS.ADD), 0))
+    if _in_int64(x.dtype):
+        return restore(_back_to(Scatter.apply(_as_int(x), _as_int(values), positions, KS.ADD),
+                                x.dtype))
     return restore(Scatter.apply(x, values, positions, KS.ADD))
 
 
@@ -394,7 +415,7 @@ def index_fill(input, dim, index, value):  # noqa: A002
         raise TypeError(f"{op}: value must be a number or a 0-d tensor, got "
                         f"{type(value).__name__}")
     else:
-        value = _scalar(value, x.dtype)
+        value = _scalar(value, x.dtype, op)
     if index.numel() == 0:
         return restore(x.clone())
     # each position once: a repeated index fills the same entries, and value's gradient is the
@@ -439,17 +460,75 @@ def _runs(flat):
     return first[:r].clone(), group, counts[:r].clone()
 
 
+def _slices(op, input, dim):
+    """(x, d, rows): x = input detached, d = dim normalised, rows = x's slices along d, each
+    flattened in row-major order, as the rows of a packed (x.shape[d], m) tensor."""
+    x = input.detach()
+    if x.ndim == 0:
+        raise IndexError(f"{op}: dim {dim} is out of range for a 0-d tensor (it has no dims)")
+    d = _shapes.normalize_dim(op, dim, x.ndim)
+    n = x.shape[d]
+    if n and _shapes.numel(x.shape) == 0:
+        raise RuntimeError(f"{op}: a tensor of shape {tuple(x.shape)} has 0-sized dims other "
+                           f"than dim {d}, so its slices along dim {d} cannot be compared (as "
+                           f"PyTorch)")
+    rows = reshape(packed(movedim_front(x, d)), (n, _shapes.numel(x.shape) // n if n else 0))
+    return x, d, rows
+
+
+def _slice_runs(x, d, rows, order, return_inverse, return_counts, scatter_inverse):
+    """unique / unique_consecutive along dim d, given the order in which to walk the slices
+    (rows: (n, m)): a slice starts a new run when it differs from the previous one in any
+    element (NaN differs from everything, as PyTorch). Returns the op's result tuple."""
+    n = rows.shape[0]
+    walked = index_select(rows, 0, order)                               # (n, m)
+    is_start = [True] + reduce_any(ne(walked[1:], walked[:-1]), 1).tolist()   # (n,)
+    starts = [j for j in range(n) if is_start[j]]
+    group = [k - 1 for k in accumulate(is_start)]          # the run each walked slice is in
+    first = index_select(order, 0, _make(array("q", starts), (len(starts),), _int64))
+    values = index_select(x, d, first)
+    inverse = counts = None
+    if return_inverse:
+        g = _make(array("q", group), (n,), _int64)
+        if scatter_inverse:      # inverse[order[j]] = group[j]
+            inverse = _empty((n,), _int64)
+            KS.scatter_flat(packed(order)._data, g._data, inverse._data, n, KS.ASSIGN)
+        else:
+            inverse = g
+    if return_counts:
+        ends = starts[1:] + [n]
+        counts = _make(array("q", [e - b for b, e in zip(starts, ends)]), (len(starts),), _int64)
+    return _unique_result(values, inverse, counts, return_inverse, return_counts)
+
+
+def _unique_dim(op, input, dim, sort, return_inverse, return_counts):
+    x, d, rows = _slices(op, input, dim)
+    n, m = rows.shape
+    if n == 0:              # nothing to compare: empty results of the right shapes
+        empty = _make(array("q"), (0,), _int64)
+        return _unique_result(x.clone(), empty, empty.clone(), return_inverse, return_counts)
+    with no_grad():
+        order = int_range(n)
+        if sort:   # lexicographic: stable sorts by the last element first, the first element last
+            for c in range(m - 1, -1, -1):
+                column = index_select(rows[:, c], 0, order)
+                order = index_select(order, 0, argsort(column, 0, stable=True))
+        return _slice_runs(x, d, rows, order, return_inverse, return_counts, sort)
+
+
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """The distinct values of input, flattened, in ascending order: output (U,), and optionally
     `inverse` (input's shape, int64: out[inverse] == input) and `counts` (U,) int64.
 
+    dim=d: the distinct slices along d instead, sorted lexicographically (compared element by
+    element, in row-major order, as PyTorch): for x of shape (A, B) and dim=0 the unique rows,
+    output (U, B), `inverse` (A,) with out[inverse] == x, `counts` (U,).
+
     sorted=False gives them sorted too (PyTorch's order is then unspecified; on the CPU it also
-    sorts). Each NaN is its own value. No gradient (PyTorch has none). dim= (unique rows or
-    slices) raises NotImplementedError."""
+    sorts). Each NaN is its own value. No gradient (PyTorch has none)."""
     check_tensor("unique", input)
     if dim is not None:
-        raise NotImplementedError("unique: dim= (unique slices along a dim) is not implemented "
-                                  "in tinyattn; only dim=None (unique values)")
+        return _unique_dim("unique", input, dim, True, return_inverse, return_counts)
     with no_grad():
         flat = reshape(packed(input.detach()), (input.numel(),))
         order = argsort(flat, 0, stable=True) if flat.numel() else int_range(0)
@@ -465,11 +544,15 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """The first value of each run of equal neighbours in input, flattened (the values in
-    order); `inverse` and `counts` as unique. dim= raises NotImplementedError."""
+    order); `inverse` and `counts` as unique.
+
+    dim=d: the first slice of each run of equal neighbouring slices along d: for x of shape
+    (A, B) and dim=0, output (U, B) (consecutive duplicate rows dropped), `inverse` (A,),
+    `counts` (U,)."""
     check_tensor("unique_consecutive", input)
     if dim is not None:
-        raise NotImplementedError("unique_consecutive: dim= is not implemented in tinyattn; "
-                                  "only dim=None")
+        return _unique_dim("unique_consecutive", input, dim, False, return_inverse,
+                           return_counts)
     with no_grad():
         flat = reshape(packed(input.detach()), (input.numel(),))
         first, group, counts = _runs(packed(flat))
