@@ -2,11 +2,11 @@
 torch wheel as torch.testing._internal.common_methods_invocations.op_db) run through tinyattn.
 
 For every OpInfo whose function tinyattn has (same name: tinyattn.X, tinyattn.nn.functional.X,
-or the Tensor method), every sample input PyTorch generates for float32, float64, int64 and bool
-is converted to tinyattn (tensors element by element, contiguous and as strided views), run in
-both libraries, and compared: values (NaN equals NaN), shapes and dtypes; then the gradient of a
-weighted sum of the outputs, for float64; then the in-place variant (for the ops in INPLACE);
-then each of PyTorch's `error_inputs` must raise in tinyattn too.
+or the Tensor method), every sample input PyTorch generates for float32, float64, int64, int32,
+uint8 and bool is converted to tinyattn (tensors element by element, contiguous and as strided
+views), run in both libraries, and compared: values (NaN equals NaN), shapes and dtypes; then
+the gradient of a weighted sum of the outputs, for float64; then the in-place variant (for the
+ops in INPLACE); then each of PyTorch's `error_inputs` must raise in tinyattn too.
 """
 import math
 
@@ -15,7 +15,7 @@ import torch
 import tinyattn as ta
 
 DTYPES = {torch.float32: ta.float32, torch.float64: ta.float64, torch.int64: ta.int64,
-          torch.bool: ta.bool}
+          torch.int32: ta.int32, torch.uint8: ta.uint8, torch.bool: ta.bool}
 MAX_SAMPLES = 6
 
 

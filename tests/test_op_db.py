@@ -1,9 +1,9 @@
 """PyTorch's own operator samples, through tinyattn (tests/_op_db.py does the walking).
 
 Every OpInfo of torch's op_db whose function tinyattn has (about 175 names) is run on PyTorch's sample
-inputs for float32, float64, int64 and bool, contiguous and as strided views; results must match
-PyTorch's values, shapes and dtypes; float64 gradients must match; PyTorch's error inputs must
-raise. What does not match is listed in KNOWN with the reason; the test fails on anything new,
+inputs for float32, float64, int64, int32, uint8 and bool, contiguous and as strided views; results
+must match PyTorch's values, shapes and dtypes; float64 gradients must match; PyTorch's error inputs
+must raise. What does not match is listed in KNOWN with the reason; the test fails on anything new,
 and on a KNOWN entry that no longer happens (so the list stays true).
 
 Needs torch and expecttest (which torch.testing._internal imports); .ci/run installs both.
@@ -19,7 +19,8 @@ import _op_db as D  # noqa: E402
 
 NUMBER_OPERAND = ("Tensor.__rXX__ called unbound with a Python number as self: tinyattn "
                   "computes number (op) tensor")
-FLOAT_ONLY = "tinyattn's convolutions, pooling and unfold take floating-point tensors only"
+FLOAT_ONLY = ("tinyattn's convolutions, pooling and unfold take floating-point tensors only "
+              "(max_pool2d of uint8 images included)")
 KNOWN = {
     **{(n, "accepted bad input"): NUMBER_OPERAND for n in (
         "__radd__", "__rand__", "__rmul__", "__ror__", "__rxor__")},

@@ -185,8 +185,9 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     if steps == 1:
         vals = [start]
     else:
-        d = (end - start) / (steps - 1)
-        vals = [start + i * d for i in range(steps)]
+        d = (end - start) / (steps - 1)   # the second half counted back from end (PyTorch)
+        half = steps // 2
+        vals = [start + i * d if i < half else end - (steps - 1 - i) * d for i in range(steps)]
     if not dtype.is_floating_point:          # computed in floats, truncated, as in PyTorch
         vals = [int(v) for v in vals] if dtype is not _dt.bool else [v != 0 for v in vals]
         vals = [_dt.wrap(dtype, v) for v in vals]

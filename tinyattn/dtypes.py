@@ -111,6 +111,21 @@ def promote_types(a, b):
     return a if a.rank >= b.rank else b
 
 
+def result_type(a, b):
+    """The dtype of `a (op) b` for two tensors, as PyTorch: a 0-d tensor against a tensor with
+    dims counts like a number, widening it only into a higher category (bool < integer <
+    float): uint8 + tensor(300) stays uint8, float32 * tensor(2.0, dtype=float64) stays float32,
+    int32 + tensor(1.5, dtype=float64) is float64. Otherwise `promote_types`."""
+    if (a.ndim == 0) == (b.ndim == 0):
+        return promote_types(a.dtype, b.dtype)
+    dim, zero = (a.dtype, b.dtype) if b.ndim == 0 else (b.dtype, a.dtype)
+    if dim.is_floating_point:
+        return dim
+    if dim is bool or zero.is_floating_point:
+        return promote_types(dim, zero)
+    return dim
+
+
 def scalar_result_type(t, s):
     """The dtype of `tensor (op) python_number`, as in PyTorch: the number does not widen a tensor
     of the same kind (float32 * 2.5 stays float32, uint8 + 1 stays uint8), but a float number

@@ -15,10 +15,13 @@
 A fused kernel would be faster; these are short and exact, and gradcheck holds them to their
 formulas (tests/test_composite.py).
 """
+import builtins
 import math
 
+from .. import dtypes as _dt
 from ..tensor import Tensor
 from ._launch import check_tensor
+from .layout import to_dtype
 from .elementwise import (abs, clamp, exp, gt, log, lt, mul, neg, sigmoid, sub,  # noqa: A004
                           tanh, where)
 from .reduce import mean, sum  # noqa: A004
@@ -53,11 +56,17 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val cannot be greater than max_val ({min_val} > "
                          f"{max_val})")
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point:
+        # integers keep their dtype: the limits are truncated to ints (PyTorch)
+        if input.dtype is _dt.uint8 and builtins.min(min_val, max_val) < 0:
+            raise ValueError("hardtanh: cannot do hardtanh on an unsigned type (uint8) with "
+                             "negative limits")
+        min_val, max_val = int(min_val), int(max_val)
     return clamp(input, min_val, max_val)
 
 
 def relu6(input, inplace=False):  # noqa: A002
-    return clamp(input, 0.0, 6.0)
+    return hardtanh(input, 0.0, 6.0)
 
 
 def logsigmoid(input):  # noqa: A002
@@ -143,7 +152,8 @@ def dot(input, tensor):  # noqa: A002
     if input.dtype is not tensor.dtype:
         raise RuntimeError(f"dot: expected both vectors to have same dtype, but found "
                            f"{input.dtype} and {tensor.dtype}")
-    return sum(mul(input, tensor))
+    out = sum(mul(input, tensor))     # integers: in int64, given back in their dtype (PyTorch)
+    return out if out.dtype is input.dtype else to_dtype(out, input.dtype)
 
 
 
@@ -447,6 +457,8 @@ def cumprod(input, dim, dtype=None):  # noqa: A002
     from .layout import narrow
     if dtype is not None:
         input = input.to(dtype)
+    elif not input.dtype.is_floating_point:
+        input = input.to(_dt.int64)      # integer and bool products in int64, as PyTorch
     if input.ndim == 0:
         return input.clone()
     from .. import _shapes

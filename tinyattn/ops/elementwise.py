@@ -484,8 +484,14 @@ def _binary(cls, op, a, b):
     """Dispatch a (op) b for tensors and Python numbers, promoting dtypes as PyTorch does."""
     if isinstance(a, Tensor):
         if isinstance(b, Tensor):
+            if op == KE.SUB and (a.dtype is _bool or b.dtype is _bool):
+                raise TypeError(f"sub: subtracting two bool tensors, or a bool tensor and "
+                                f"another, is not supported (got {a.dtype} - {b.dtype}, as "
+                                f"PyTorch); to invert a mask use ~ or logical_not()")
+            if op == KE.POW2 and a.dtype is _bool and b.dtype is _bool:
+                raise NotImplementedError("pow: not implemented for bool ** bool (as PyTorch)")
             if a.dtype is not b.dtype:
-                dt = _dt.promote_types(a.dtype, b.dtype)
+                dt = _dt.result_type(a, b)
                 a, b = to_dtype(a, dt), to_dtype(b, dt)
             if a.dtype is _bool:  # PyTorch: bool + bool is `or`, bool * bool is `and`
                 if op == KE.ADD:
@@ -502,6 +508,9 @@ def _binary(cls, op, a, b):
                 return _in_int64(cls.apply, a.dtype, a, b)
             return cls.apply(a, b)
         if isinstance(b, (int, float)):
+            if op == KE.SUB and (a.dtype is _bool or isinstance(b, bool)):
+                raise TypeError(f"sub: subtraction with a bool is not supported (got {a.dtype} "
+                                f"- {b!r}, as PyTorch); to invert a mask use ~ or logical_not()")
             if op == KE.DIV and not a.dtype.is_floating_point:
                 a = to_dtype(a, _float32)
             if a.dtype is _bool:
@@ -511,6 +520,9 @@ def _binary(cls, op, a, b):
     if isinstance(b, Tensor) and isinstance(a, (int, float)):
         if op in (KE.ADD, KE.MUL, KE.MAXIMUM, KE.MINIMUM):
             return _binary(cls, op, b, a)
+        if op == KE.SUB and (b.dtype is _bool or isinstance(a, bool)):
+            raise TypeError(f"sub: subtraction with a bool is not supported (got {a!r} - "
+                            f"{b.dtype}, as PyTorch); to invert a mask use ~ or logical_not()")
         if op == KE.DIV and not b.dtype.is_floating_point:
             b = to_dtype(b, _float32)
         elif op == KE.POW2 and not b.dtype.is_floating_point:
@@ -624,7 +636,7 @@ def _integer_pow(a, b):
         minus_one = where(ne(remainder(b, 2), 0), -1, 1)
         a_t = a if isinstance(a, Tensor) else tensor_from_scalar(a, out.dtype)
         small = where(eq(a_t, 1), 1, where(eq(a_t, -1), minus_one, 0))
-        return where(negative, small, out)
+        return where(negative, to_dtype(small, out.dtype), out)
 
 
 def any_true(mask):
@@ -659,7 +671,7 @@ def _integerish_operands(a, b):
     if not isinstance(a, Tensor):
         a = tensor_from_scalar(a, _dt.scalar_result_type(b.dtype, a))
     if isinstance(b, Tensor) and a.dtype is not b.dtype:
-        dt = _dt.promote_types(a.dtype, b.dtype)
+        dt = _dt.result_type(a, b)
         a, b = to_dtype(a, dt), to_dtype(b, dt)
     elif not isinstance(b, Tensor):
         dt = _dt.scalar_result_type(a.dtype, b)
@@ -740,7 +752,7 @@ def _compare(op, name, a, b):
         # PyTorch's rule for a number: int tensor == 0.5 compares as floats (not int(0.5))
         b = tensor_from_scalar(b, _dt.scalar_result_type(a.dtype, b))
     if a.dtype is not b.dtype:
-        dt = _dt.promote_types(a.dtype, b.dtype)
+        dt = _dt.result_type(a, b)
         a, b = to_dtype(a, dt), to_dtype(b, dt)
     if _narrow(a.dtype):    # compared as int64 (the values are the same)
         a, b = to_dtype(a, _int64), to_dtype(b, _int64)
@@ -790,7 +802,7 @@ def _bitwise(name, a, b):
         if t.dtype.is_floating_point:
             raise TypeError(f"{name}: not defined for {t.dtype} tensors (integers and bools "
                             f"only)")
-    dt = _dt.promote_types(a.dtype, b.dtype)
+    dt = _dt.result_type(a, b)
     shape = _shapes.broadcast_shapes(name, a.shape, b.shape)
     kdt = _int64 if _narrow(dt) else dt      # uint8 / int32 bits in int64, wrapped back
     a = packed(expand(to_dtype(a, kdt), shape))
@@ -900,7 +912,7 @@ def where(condition, input, other):  # noqa: A002 - PyTorch's argument names
     if not isinstance(other, Tensor):
         other = _fill_value("where", other, _dt.scalar_result_type(input.dtype, other))
     if input.dtype is not other.dtype:
-        dt = _dt.promote_types(input.dtype, other.dtype)
+        dt = _dt.result_type(input, other)
         input, other = to_dtype(input, dt), to_dtype(other, dt)
     return Where.apply(condition, input, other)
 

@@ -68,9 +68,12 @@ class IndexRows(Function):
         return out, None
 
 
-def checked_index(op, idx, size, dim, allow_negative=True):
+def checked_index(op, idx, size, dim, allow_negative=True, empty_any_dtype=False):
     """idx (int64 or int32, as PyTorch accepts) as a packed int64 tensor with negatives wrapped:
-    every index kernel reads int64 buffers. IndexError names the bad value."""
+    every index kernel reads int64 buffers. IndexError names the bad value. empty_any_dtype: an
+    empty index of any dtype is accepted (PyTorch's gather)."""
+    if empty_any_dtype and idx.numel() == 0:
+        return _empty(idx.shape, _int64)
     if idx.dtype is not _int64:
         if idx.dtype is not _dt.int32:
             raise TypeError(f"{op}: indices must be int64 or int32 tensors, got {idx.dtype}")
@@ -123,13 +126,16 @@ def gather(x, dim, index):
     d = _shapes.normalize_dim("gather", dim, x.ndim)
     if x.ndim == 0 and isinstance(index, Tensor) and index.ndim == 0:  # as 1-element vectors
         return gather(x.reshape(1), 0, index.reshape(1)).reshape(())
+    if isinstance(index, Tensor) and index.numel() == 0:   # PyTorch checks nothing then
+        return reshape(reshape(x, (-1,))[0:0], index.shape)
     if not isinstance(index, Tensor) or index.ndim != x.ndim:
         raise ValueError(f"gather: index must be an integer tensor with {x.ndim} dims")
     for i, (n, m) in enumerate(zip(index.shape, x.shape)):
         if i != d and n > m:
             raise ValueError(f"gather: index shape {tuple(index.shape)} is larger than the input "
                              f"shape {tuple(x.shape)} at dim {i}")
-    idx = checked_index("gather", index, x.shape[d], d, allow_negative=False)
+    idx = checked_index("gather", index, x.shape[d], d, allow_negative=False,
+                        empty_any_dtype=True)
     grids = []
     for i, n in enumerate(index.shape):
         if i == d:

@@ -43,7 +43,9 @@ def sum_to(g, shape):
 def sum_to_size(x, *shape):
     """x summed down to `shape` (the inverse of broadcasting x to x.shape), with a gradient."""
     shape = shape_arg(shape)
-    if x.dtype is _dt.bool:          # sums of bools count, in int64 (PyTorch's sum dtype)
+    if x.shape == shape and x.ndim:  # nothing to sum: x itself (PyTorch)
+        return x
+    if not x.dtype.is_floating_point:   # sums of bools and ints count in int64 (PyTorch)
         from .layout import to_dtype
         x = to_dtype(x, _int64)
     if x.shape == shape:
