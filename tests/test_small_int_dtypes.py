@@ -145,6 +145,7 @@ def test_views_reshape_cat_stack_indexing():
     y = i32([[1, 2], [3, 4]])
     assert y.flip(0).tolist() == [[3, 4], [1, 2]] and y.roll(1, 1).tolist() == [[2, 1], [4, 3]]
     assert ta.tril(y).tolist() == [[1, 0], [3, 4]]
+    assert y.tile(2).tolist() == [[1, 2, 1, 2], [3, 4, 3, 4]] and y.tile(2, 1).shape == (4, 2)
     assert ta.where(ta.tensor([True, False]), u8([1, 2]), u8([7, 8])).tolist() == [1, 8]
 
 

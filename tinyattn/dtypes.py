@@ -51,7 +51,8 @@ from array import array
 
 
 class dtype:
-    __slots__ = ("name", "typecode", "itemsize", "is_floating_point", "rank", "is_signed", "bits")
+    __slots__ = ("name", "typecode", "itemsize", "is_floating_point", "rank", "is_signed", "bits",
+                 "in_int64")
 
     def __init__(self, name, typecode, itemsize, is_floating_point, rank, is_signed=True):
         self.name = name
@@ -61,6 +62,9 @@ class dtype:
         self.rank = rank  # promotion order: bool < uint8 < int32 < int64 < float32 < float64
         self.is_signed = is_signed
         self.bits = 8 * itemsize
+        # uint8, int32: computed in int64, wrapped back (see the module docstring); an attribute,
+        # so the float paths of the op layer pay one attribute read to ask
+        self.in_int64 = not is_floating_point and name not in ("bool", "int64")
 
     def __repr__(self):
         return "tinyattn." + self.name
@@ -97,7 +101,7 @@ def zeros_buffer(dt, n):
 
 def computes_in_int64(dt):
     """uint8 and int32: arithmetic converts them to int64 and wraps the result back."""
-    return dt is uint8 or dt is int32
+    return dt.in_int64
 
 
 def is_integer(dt):

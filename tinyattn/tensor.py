@@ -257,7 +257,8 @@ class Tensor:
     def trace(self, *args, **kwargs): return _comp.trace(self, *args, **kwargs)
     def roll(self, *args, **kwargs): return _comp.roll(self, *args, **kwargs)
     def repeat_interleave(self, *args, **kwargs): return _comp.repeat_interleave(self, *args, **kwargs)
-    def tile(self, *args, **kwargs): return _comp.tile(self, *args, **kwargs)
+    def tile(self, *dims):  # x.tile(2, 2) or x.tile((2, 2)), as PyTorch
+        return _comp.tile(self, dims[0] if len(dims) == 1 else dims)
     def movedim(self, *args, **kwargs): return _comp.movedim(self, *args, **kwargs)
     def nonzero(self, *args, **kwargs): return _comp.nonzero(self, *args, **kwargs)
     def masked_select(self, *args, **kwargs): return _comp.masked_select(self, *args, **kwargs)

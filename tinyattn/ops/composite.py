@@ -320,7 +320,7 @@ def _int64_dtype():
 
 
 def tile(input, dims):  # noqa: A002
-    dims = tuple(dims)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(dims) < input.ndim:
         dims = (1,) * (input.ndim - len(dims)) + dims
     return input.repeat(*dims)

@@ -88,14 +88,14 @@ def neg(x):
     check_tensor("neg", x)
     if x.dtype is _bool:
         raise TypeError("neg: negation of a bool tensor is not defined; use logical_not()")
-    if _narrow(x.dtype):  # uint8: -x wraps (-3 -> 253), as PyTorch
+    if x.dtype.in_int64:  # uint8: -x wraps (-3 -> 253), as PyTorch
         return _in_int64(neg, x.dtype, x)
     return Unary.apply(x, KE.NEG, 0.0, 0.0)
 
 
 def abs(x):  # noqa: A001 - PyTorch's name
     check_tensor("abs", x)
-    if _narrow(x.dtype):
+    if x.dtype.in_int64:
         return _in_int64(abs, x.dtype, x)
     return Unary.apply(x, KE.ABS, 0.0, 0.0)
 
@@ -475,7 +475,7 @@ def _scalar_op(op, x, c, reverse=False):
     if dt is not x.dtype:
         x = to_dtype(x, dt)
     c = float(c) if dt.is_floating_point else int(c)
-    if _narrow(dt):  # the number wraps into dt first (uint8 % -3 is % 253), as PyTorch
+    if dt.in_int64:  # the number wraps into dt first (uint8 % -3 is % 253), as PyTorch
         return to_dtype(ScalarOp.apply(to_dtype(x, _int64), op, _dt.wrap(dt, c), reverse), dt)
     return ScalarOp.apply(x, op, c, reverse)
 
@@ -484,13 +484,11 @@ def _binary(cls, op, a, b):
     """Dispatch a (op) b for tensors and Python numbers, promoting dtypes as PyTorch does."""
     if isinstance(a, Tensor):
         if isinstance(b, Tensor):
-            if op == KE.SUB and (a.dtype is _bool or b.dtype is _bool):
-                raise TypeError(f"sub: subtracting two bool tensors, or a bool tensor and "
-                                f"another, is not supported (got {a.dtype} - {b.dtype}, as "
-                                f"PyTorch); to invert a mask use ~ or logical_not()")
-            if op == KE.POW2 and a.dtype is _bool and b.dtype is _bool:
-                raise NotImplementedError("pow: not implemented for bool ** bool (as PyTorch)")
             if a.dtype is not b.dtype:
+                if op == KE.SUB and (a.dtype is _bool or b.dtype is _bool):
+                    raise TypeError(f"sub: subtracting a bool tensor is not supported (got "
+                                    f"{a.dtype} - {b.dtype}, as PyTorch); to invert a mask use "
+                                    f"~ or logical_not()")
                 dt = _dt.result_type(a, b)
                 a, b = to_dtype(a, dt), to_dtype(b, dt)
             if a.dtype is _bool:  # PyTorch: bool + bool is `or`, bool * bool is `and`
@@ -501,10 +499,13 @@ def _binary(cls, op, a, b):
                 if op == KE.SUB:
                     raise TypeError("sub: subtracting two bool tensors is not supported; use "
                                     "logical_xor() or convert with .long() first")
+                if op == KE.POW2:
+                    raise NotImplementedError("pow: not implemented for bool ** bool (as "
+                                              "PyTorch)")
                 a, b = to_dtype(a, _int64), to_dtype(b, _int64)
             if op == KE.DIV and not a.dtype.is_floating_point:
                 a, b = to_dtype(a, _float32), to_dtype(b, _float32)
-            if _narrow(a.dtype):  # in int64, wrapped back: uint8 200 + 100 == 44
+            if a.dtype.in_int64:  # in int64, wrapped back: uint8 200 + 100 == 44
                 return _in_int64(cls.apply, a.dtype, a, b)
             return cls.apply(a, b)
         if isinstance(b, (int, float)):
@@ -754,7 +755,7 @@ def _compare(op, name, a, b):
     if a.dtype is not b.dtype:
         dt = _dt.result_type(a, b)
         a, b = to_dtype(a, dt), to_dtype(b, dt)
-    if _narrow(a.dtype):    # compared as int64 (the values are the same)
+    if a.dtype.in_int64:    # compared as int64 (the values are the same)
         a, b = to_dtype(a, _int64), to_dtype(b, _int64)
     shape = _shapes.broadcast_shapes(name, a.shape, b.shape)
     out = _empty(shape, _bool)
