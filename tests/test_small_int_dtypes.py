@@ -356,6 +356,10 @@ def test_int32_indices_where_pytorch_takes_them():
         ta.nn.functional.embedding(u8([0]), w)
     with pytest.raises(IndexError, match="index_select: index 3 is out of bounds"):
         x.index_select(0, i32([3]))
+    assert ta.tensor([1, 2]).repeat_interleave(i32([1, 2])).tolist() == [1, 2, 2]
+    with pytest.raises(TypeError, match="repeat_interleave: repeats must be an int64 or int32 "
+                                        "tensor, got tinyattn.uint8"):
+        ta.tensor([1, 2]).repeat_interleave(u8([1, 2]))
 
 
 def test_int32_index_gradients():

@@ -34,7 +34,7 @@ from ..tensor import Tensor, _empty, _make
 def tensor_from_scalar(value, dtype):
     """A 0-d tensor holding one Python number (an int wraps into a uint8 / int32 tensor, as
     PyTorch's arithmetic casts it: dtypes.wrap)."""
-    if dtype.bits < 64 and not dtype.is_floating_point and dtype is not _dt.bool:
+    if dtype.in_int64:
         value = _dt.wrap(dtype, int(value))
     return _make(array(dtype.typecode, [value]), (), dtype)
 

@@ -301,6 +301,9 @@ def repeat_interleave(input, repeats, dim=None, *, output_size=None):  # noqa: A
     x = input.reshape(-1) if dim is None else input
     d = 0 if dim is None else dim
     n = x.shape[d]
+    if isinstance(repeats, Tensor) and repeats.dtype not in (_dt.int64, _dt.int32):
+        raise TypeError(f"repeat_interleave: repeats must be an int64 or int32 tensor, got "
+                        f"{repeats.dtype} (as PyTorch)")
     counts = repeats.tolist() if isinstance(repeats, Tensor) else repeats
     counts = [counts] * n if isinstance(counts, int) else list(counts)
     if len(counts) == 1 and n != 1:
