@@ -12,18 +12,19 @@ Each dtype names the `array.array` typecode that stores it:
 
 Promotion (`promote_types`) is PyTorch's for these six: bool < uint8 < int32 < int64 < float32 <
 float64, so uint8 + int32 is int32 and int32 + float32 is float32. A Python number does not widen a
-tensor of its own kind (`scalar_result_type`): uint8 + 1 stays uint8, int32 * 2.5 is float32.
+tensor of its own kind (`scalar_result_type`): uint8 + 1 stays uint8, int32 * 2.5 is float32; nor
+does a 0-d tensor widen a tensor with dims (`result_type`): uint8 + tensor(300) stays uint8.
 
 **The dtype, not the typecode, says what a buffer holds.** bool and uint8 share 'B' (there is no
 other one-byte unsigned typecode), so code that needs a dtype takes it from the tensor, never from
 `buffer.typecode`; `BY_TYPECODE` maps each typecode to the dtype a *new* buffer of it means by
 default (bool for 'B'). Sharing 'B' is what lets uint8 reuse every data-movement kernel already
 compiled for bool masks (copy, gather, where, ...): their loops move bytes and do not care which.
-Converting uint8 -> bool tests `!= 0` (ops/layout.py ToDtype), never copies bytes.
+Converting uint8 -> bool tests `!= 0` (ops/_launch.py copy_into), never copies bytes.
 
-**Arithmetic on uint8 and int32 runs in int64, then wraps back** (`computes_in_int64`): the op layer
+**Arithmetic on uint8 and int32 runs in int64, then wraps back** (`dtype.in_int64`): the op layer
 converts the operands to int64, runs the int64 kernel, and converts the result back with
-`to_dtype`, which keeps the low 8 or 32 bits (kernels/elementwise.py `to_narrow_int`), as PyTorch's
+`to_dtype`, which keeps the low 8 or 32 bits (kernels/elementwise.py `convert_int`), as PyTorch's
 native-width arithmetic does: for + - * and integer powers the low bits of the int64 result are the
 narrow result (arithmetic mod 2**k), and // % of operands already in range are exact in int64. Why
 not native width:
@@ -40,7 +41,8 @@ not native width:
 Kernels that only move elements (copy, cat, index_select, gather, where, flip, ...) do run on 'B'
 and 'i' buffers directly, compiled lazily the first time such a tensor reaches them, so importing
 tinyattn compiles nothing new. Index buffers are int64 ('q') in every kernel: an int32 index tensor
-is converted to int64 before it reaches one (ops/indexing.py `as_index`).
+is converted to int64 before it reaches one (ops/indexing.py `checked_index`). Integer matmul runs
+in float64, exact while partial sums stay below 2**53, and wraps back like the rest.
 
 Python numbers going into a uint8 / int32 tensor follow PyTorch's two rules: arithmetic and
 comparisons wrap the number (`wrap`: uint8 + 300 adds 44), while creating or filling a tensor

@@ -27,6 +27,11 @@ Gradients (g is the gradient of out, positions p_j):
 
 unique(x) sorts the flattened x and keeps the first of each run of equal values
 (unique_consecutive keeps runs without sorting); it has no gradient, as in PyTorch.
+unique(x, dim=d) does the same with the slices x.select(d, i): (n, m) rows once d is moved first,
+ordered lexicographically by stable argsorts of the columns from the last to the first (radix
+style), a new run wherever a row differs from the one before it.
+
+uint8 and int32 tensors are combined in int64 and wrapped back (dtypes.py); bool sums are `or`.
 """
 import math
 from array import array
