@@ -20,7 +20,7 @@ import _op_db as D  # noqa: E402
 NUMBER_OPERAND = ("Tensor.__rXX__ called unbound with a Python number as self: tinyattn "
                   "computes number (op) tensor")
 FLOAT_ONLY = ("tinyattn's convolutions, pooling and unfold take floating-point tensors only "
-              "(max_pool2d of uint8 images included)")
+              "(max_pool2d of uint8 / int32 images included)")
 KNOWN = {
     **{(n, "accepted bad input"): NUMBER_OPERAND for n in (
         "__radd__", "__rand__", "__rmul__", "__ror__", "__rxor__")},
