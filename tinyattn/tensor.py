@@ -265,7 +265,6 @@ class Tensor:
     def cumprod(self, *args, **kwargs): return _comp.cumprod(self, *args, **kwargs)
     def bernoulli(self, *args, **kwargs): return _comp.bernoulli(self, *args, **kwargs)
     def broadcast_to(self, *shape): return _lay.expand(self, *shape)
-    def type_as(self, other): return self.to(other.dtype)
 
     def nelement(self):
         return self.numel()
