@@ -179,10 +179,8 @@ from matmul import CASES as MATMUL_CASES  # noqa: E402  (one table for both matm
 def matmul_target(dtype, name):
     if dtype != "fp32":
         return None
-    if name == "square 512":
+    if name in ("square 256", "square 512", "square 1024"):   # issue 11: >= 0.9x PyTorch
         return (">=", 0.9)
-    if name == "square 256":
-        return (">=", 0.8)
     if name.startswith(("attn", "Q@K")):
         return (">=", 1.0)
     return None
@@ -256,7 +254,7 @@ def bench_softmax(res, timer, torch):
             t_ours, t_theirs = timer.run([ours, theirs], pause_after=(1,))
             nbytes = 5 * rows * cols * 4
             res.add("softmax", f"{fn} fwd+bwd {rows}x{cols}", "GB/s", nbytes / t_ours / 1e9,
-                    nbytes / t_theirs / 1e9 if t_theirs else None, "higher", (">=", 1.2))
+                    nbytes / t_theirs / 1e9 if t_theirs else None, "higher", (">=", 1.0))
 
 
 # ============================================================================ fused attention
@@ -551,8 +549,8 @@ def _adam_by_hand(params, state, lr, b1=0.9, b2=0.999, eps=1e-8):
 def bench_steps(res, timer, torch, quick):
     step_timer = Timer(timer.rounds, timer.budget * 4, pause=0.05)
     for name, make, target in (
-            ("transformer encoder classifier", transformer_step_pair, ("<=", 1.5)),
-            ("GRU seq2seq + Bahdanau", seq2seq_step_pair, ("<=", 1.0))):
+            ("transformer encoder classifier", transformer_step_pair, ("<=", 0.8)),   # issue 11
+            ("GRU seq2seq + Bahdanau", seq2seq_step_pair, ("<=", 0.8))):
         ours, theirs = make(torch)
         t_ours, t_theirs = step_timer.run([ours, theirs], pause_after=(1,))
         res.add("step", name, "ms", t_ours * 1e3, t_theirs * 1e3 if t_theirs else None, "lower",

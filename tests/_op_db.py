@@ -25,6 +25,7 @@ ADAPTERS = {
     "nn.functional.embedding": lambda weight, idx, **kw: ta.nn.functional.embedding(idx, weight,
                                                                                     **kw),
     "where": lambda x, condition, other: ta.where(condition, x, other),
+    "zero_": lambda x: x.clone().zero_(),    # the OpInfo's op clones too: torch.zero_(x.clone())
 }
 # Ops whose results are random: only shapes and dtypes are compared.
 RANDOM = {"empty", "empty_like", "new_empty", "multinomial", "rand_like", "randint", "randn",

@@ -36,6 +36,22 @@ def test_conv2d_by_hand():
     assert F.conv2d(x, w, stride=2).tolist() == [[[[-4.]]]]
 
 
+def test_integer_and_bool_images_by_hand():
+    """As PyTorch's CPU kernels: conv and pooling take int64 (avg_pool2d truncates toward 0),
+    unfold / fold take bool (overlaps OR together)."""
+    x = ta.tensor([[[[-1, -2], [-3, -5]]]])
+    assert F.conv2d(x, ta.tensor([[[[1, 2], [3, 4]]]])).tolist() == [[[[-34]]]]   # -1-4-9-20
+    assert F.max_pool2d(x, 2).tolist() == [[[[-1]]]]
+    assert F.avg_pool2d(x, 2).tolist() == [[[[-2]]]]                 # -11/4 = -2.75 -> -2
+    assert F.avg_pool2d(-x, 2, stride=()).tolist() == [[[[2]]]]      # stride () = kernel size
+    assert F.avg_pool2d(-x, 2, divisor_override=-3).tolist() == [[[[-3]]]]   # 11 / -3
+    b = ta.tensor([[[[True, False, False]]]])
+    cols = F.unfold(b, (1, 2))
+    assert cols.dtype is ta.bool and cols.tolist() == [[[True, False], [False, False]]]
+    assert F.fold(ta.ones(1, 2, 2, dtype=ta.bool), (1, 3), (1, 2)).tolist() == [
+        [[[True, True, True]]]]
+
+
 def test_groups_by_hand():
     # groups=2: output channel 0 reads input channel 0 only, channel 1 reads channel 1 only
     x = ta.tensor([[[[1.]], [[10.]]]])
@@ -283,8 +299,13 @@ def test_errors_name_the_op_and_the_values():
         F.conv2d(x, w, stride=0)
     with pytest.raises(ValueError, match=r"conv2d: bias must be a \(4,\)"):
         F.conv2d(x, w, ta.randn(3))
-    with pytest.raises(TypeError, match="conv2d: expected a floating-point"):
+    with pytest.raises(TypeError, match="conv2d: expected a float32, float64, int64 tensor, got "
+                                        "tinyattn.bool"):
+        F.conv2d(ta.ones(1, 3, 5, 5, dtype=ta.bool), w)
+    with pytest.raises(TypeError, match=r"conv2d: input \(tinyattn.int64\) and weight"):
         F.conv2d(ta.ones(1, 3, 5, 5, dtype=ta.int64), w)
+    with pytest.raises(TypeError, match="unfold: expected a float32, float64, bool tensor"):
+        F.unfold(ta.ones(1, 3, 5, 5, dtype=ta.int64), 2)
     with pytest.raises(TypeError, match=r"conv2d: input \(torch.float64\)|conv2d: input"):
         F.conv2d(x.double(), w)
     with pytest.raises(ValueError, match=r"conv2d: expected a \(N, C, H, W\)"):

@@ -17,37 +17,13 @@ from torch.testing._internal.common_methods_invocations import op_db  # noqa: E4
 
 import _op_db as D  # noqa: E402
 
-NUMBER_OPERAND = ("Tensor.__rXX__ called unbound with a Python number as self: tinyattn "
-                  "computes number (op) tensor")
-FLOAT_ONLY = ("tinyattn's convolutions, pooling and unfold take floating-point tensors only "
-              "(max_pool2d of uint8 / int32 images included)")
 KNOWN = {
-    **{(n, "accepted bad input"): NUMBER_OPERAND for n in (
-        "__radd__", "__rand__", "__rmul__", "__ror__", "__rxor__")},
-    ("amax", "accepted bad input"): "no limit of 64 dimensions in tinyattn",
-    ("amin", "accepted bad input"): "no limit of 64 dimensions in tinyattn",
-    ("gather", "error"): "a 0-d input with a 1-element index (PyTorch treats it as 1-D)",
-    ("gather", "grad error"): "the same 0-d sample",
-    ("index_select", "error"): "a 0-d input with a 1-element index (PyTorch treats it as 1-D)",
-    ("index_select", "grad error"): "the same 0-d sample",
-    ("nn.functional.avg_pool2d", "error"): "stride=() (empty: the kernel size) is refused",
-    ("nn.functional.avg_pool2d", "grad error"): "the same stride=() sample",
-    ("nn.functional.batch_norm", "error"): "a 1-D empty input (no channel dim) is refused",
-    ("nn.functional.batch_norm", "grad error"): "the same empty sample",
-    ("nn.functional.conv1d", "error"): FLOAT_ONLY,
-    ("nn.functional.conv2d", "error"): FLOAT_ONLY,
-    ("nn.functional.max_pool2d", "error"): FLOAT_ONLY,
-    ("nn.functional.unfold", "error"): FLOAT_ONLY,
-    ("nn.functional.embedding", "error"): "max_norm / scale_grad_by_freq / sparse not "
-                                          "implemented (raise NotImplementedError)",
     ("nn.functional.scaled_dot_product_attention", "mismatch"):
         "a fully masked query row gives 0, not NaN (README: differences from PyTorch)",
     ("nn.functional.scaled_dot_product_attention", "grad mismatch"):
         "the same fully masked rows: finite gradients instead of NaN",
-    ("norm", "error"): "matrix norms ('nuc') are not implemented",
-    ("norm", "grad error"): "norm(p=0) counts non-zeros and records no (zero) gradient",
-    ("sign", "grad error"): "sign records no (zero) gradient",
-    ("zero_", "grad error"): "zero_ on a leaf that requires grad raises, as outside no_grad",
+    ("norm", "error"): "the nuclear norm (p='nuc') raises NotImplementedError: no SVD",
+    ("norm", "grad error"): "the same p='nuc' samples",
 }
 
 

@@ -41,6 +41,16 @@ CASES = [
     ("logsumexp over an empty dim is -inf", "lib.logsumexp(lib.zeros(0, 3), 0)",
      [-math.inf] * 3, "float32"),
     ("logsumexp keeping an empty dim", "lib.logsumexp(lib.zeros(0, 3), 1)", [], "float32"),
+    ("gather of a 0-d tensor by a 1-element index", "lib.gather(lib.tensor(3.0), 0, "
+     "lib.tensor([0]))", [3.0], "float32"),
+    ("gather of a vector by a 0-d index", "lib.gather(lib.tensor([3.0, 4.0]), 0, "
+     "lib.tensor(1))", 4.0, "float32"),
+    ("index_select of a 0-d tensor", "lib.index_select(lib.tensor(3.0), 0, lib.tensor([0]))",
+     3.0, "float32"),
+    ("batch_norm of an empty batch", "lib.nn.functional.batch_norm(lib.zeros(0, 3), "
+     "lib.zeros(3), lib.ones(3), training=True)", [], "float32"),
+    ("norm(p=0) counts the non-zeros", "lib.norm(lib.tensor([0.0, -2.0, 3.0]), 0)", 2.0,
+     "float32"),
 ]
 
 
@@ -73,6 +83,16 @@ ERRORS = [
     ("remainder by an integer 0", "lib.tensor([3, 4]) % 0", "remainder: integer division by zero"),
     ("arange with a step of the wrong sign", "lib.arange(0, 5, -1)",
      "arange: upper bound and lower bound inconsistent with step sign"),
+    ("Tensor.__radd__ called unbound with a number as self",
+     "lib.Tensor.__radd__(2, lib.tensor([1, 2]))", "__radd__"),
+    ("Tensor.__rmul__ called unbound with a number as self",
+     "lib.Tensor.__rmul__(2, lib.tensor([1, 2]))", "__rmul__"),
+    ("Tensor.__rxor__ called unbound with a number as self",
+     "lib.Tensor.__rxor__(2, lib.tensor([1, 2]))", "__rxor__"),
+    ("a reduction of a tensor of more than 64 dims", "lib.zeros(*[1] * 65).amax(-1)",
+     "64 dims"),
+    ("index_select of a 0-d tensor by 2 indices",
+     "lib.index_select(lib.tensor(3.0), 0, lib.tensor([0, 0]))", "index"),
 ]
 
 
@@ -241,3 +261,80 @@ def test_t_transposes_matrices_and_leaves_vectors():
     assert ta.tensor(3.0).t().item() == 3.0
     with pytest.raises(ValueError, match=r"t: expects a tensor with <= 2 dimensions, got a 3-d"):
         ta.zeros(2, 2, 2).t()
+
+
+@pytest.mark.parametrize("expr", ["lib.sign(x)", "lib.norm(x, 0)"])
+def test_piecewise_constant_ops_record_a_zero_gradient(expr):
+    """sign and norm(p=0) stay in the graph with gradient 0 (they used to cut it: backward raised)."""
+    x = ta.tensor([-2.0, 0.0, 3.0], dtype=ta.float64, requires_grad=True)
+    y = eval(expr, {"lib": ta, "x": x})
+    assert y.requires_grad
+    (y * 3).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+def _embedding(lib, **kw):
+    w = lib.tensor([[3.0, 4.0], [0.3, 0.4], [6.0, 8.0]], dtype=lib.float64, requires_grad=True)
+    idx = lib.tensor([[0, 1], [0, 0]])
+    out = lib.nn.functional.embedding(idx, w, **kw)
+    (out * lib.tensor([[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]]],
+                      dtype=lib.float64)).sum().backward()
+    return out.tolist(), w.detach().tolist(), w.grad.tolist()
+
+
+def _flat(rows):
+    return [v for r in rows for v in (_flat(r) if isinstance(r[0], list) else r)]
+
+
+def test_embedding_max_norm_renormalises_the_rows_it_uses():
+    """Rows 0 (norm 5) and 1 (norm 0.5) are used; with max_norm=1 row 0 becomes (3, 4) / (5 + 1e-7),
+    row 1 is left alone, and row 2 (norm 10, unused) too (it used to raise NotImplementedError)."""
+    out, w, grad = _embedding(ta, max_norm=1.0)
+    s = 1.0 / (5.0 + 1e-7)
+    assert _flat(w) == pytest.approx([3 * s, 4 * s, 0.3, 0.4, 6.0, 8.0], rel=1e-12)
+    assert _flat(out) == pytest.approx([3 * s, 4 * s, 0.3, 0.4, 3 * s, 4 * s, 3 * s, 4 * s],
+                                       rel=1e-12)
+    assert grad == [[13.0, 16.0], [3.0, 4.0], [0.0, 0.0]]
+    torch = pytest.importorskip("torch")
+    theirs = _embedding(torch, max_norm=1.0)
+    assert _flat(w) == pytest.approx(_flat(theirs[1]), rel=1e-12) and grad == theirs[2]
+
+
+def test_embedding_scale_grad_by_freq_divides_by_the_count():
+    """Index 0 occurs 3 times in the batch, index 1 once: row 0's gradient (1+5+7, 2+6+8) / 3."""
+    _, _, grad = _embedding(ta, scale_grad_by_freq=True)
+    assert _flat(grad) == pytest.approx([13 / 3, 16 / 3, 3.0, 4.0, 0.0, 0.0], rel=1e-12)
+    torch = pytest.importorskip("torch")
+    assert _flat(grad) == pytest.approx(_flat(_embedding(torch, scale_grad_by_freq=True)[2]),
+                                        rel=1e-12)
+
+
+def test_modules_take_device_before_dtype_as_pytorch():
+    """PyTorch's factory arguments come in the order device, dtype: Linear(3, 4, True, 'cpu')."""
+    assert ta.nn.Linear(3, 4, True, "cpu", ta.float64).weight.dtype is ta.float64
+    assert ta.nn.GRUCell(3, 4, True, "cpu", ta.float64).weight_ih.dtype is ta.float64
+    assert ta.nn.LayerNorm(4, 1e-5, True, True, "cpu", ta.float64).weight.dtype is ta.float64
+    assert ta.nn.Embedding(5, 3, None, None, 2.0, False, False, None, False, "cpu",
+                           ta.float64).weight.dtype is ta.float64
+    for make in (lambda: ta.nn.Linear(3, 4, device="cuda"),
+                 lambda: ta.nn.Conv2d(1, 2, 3, device="cuda"),
+                 lambda: ta.nn.Embedding(5, 3, device="cuda")):
+        with pytest.raises(RuntimeError, match="CPU only"):
+            make()
+
+
+@pytest.mark.parametrize("change", ["y.zero_()", "y.fill_(5.0)", "y.copy_(lib.tensor([1.0, 2.0]))"])
+def test_writing_a_constant_into_a_tensor_in_the_graph_keeps_it_there(change):
+    """PyTorch records y.zero_() (ZeroBackward) with gradient 0; tinyattn used to drop y from the
+    graph, so y.sum().backward() raised."""
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        eval(change, {"lib": lib, "y": y})
+        assert y.requires_grad
+        (y * 3 + x).sum().backward()
+        return y.tolist(), x.grad.tolist()
+    values, grad = run(ta)
+    assert grad == [1.0, 1.0]       # only the "+ x" term reaches x
+    torch = pytest.importorskip("torch")
+    assert (values, grad) == run(torch)

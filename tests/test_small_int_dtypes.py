@@ -371,6 +371,14 @@ def test_int32_index_gradients():
     assert x.grad.tolist() == [0, 2, 0, 1]
 
 
+def test_max_pool_of_uint8_and_int32_images():
+    x = ta.tensor([[[[1, 200, 5, 6], [3, 4, 7, 255]]]], dtype=ta.uint8)    # (1, 1, 2, 4)
+    out, where = ta.nn.functional.max_pool2d(x, 2, return_indices=True)
+    assert out.dtype is ta.uint8 and out.tolist() == [[[[200, 255]]]]
+    assert where.tolist() == [[[[1, 7]]]]
+    assert ta.nn.MaxPool2d(2)(x.int() - 300).tolist() == [[[[-100, -45]]]]
+
+
 def test_losses_take_uint8_targets_as_pytorch():
     logits = ta.tensor([[2.0, 0.0], [0.0, 3.0]])
     a = ta.nn.functional.cross_entropy(logits, u8([0, 1])).item()

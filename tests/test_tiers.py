@@ -292,13 +292,19 @@ def conv_case(draw):
 
 
 @FEW
-@given(case=conv_case(), N=st.integers(1, 2), C=st.integers(1, 3), seed=seeds, dtype=dtypes)
-def test_conv_unfold_fold(case, N, C, seed, dtype):
-    # conv2d is unfold + matmul; its backward runs fold. fold's forward and backward swap the two.
+@given(case=conv_case(), N=st.integers(1, 3), C=st.integers(1, 3), G=st.integers(1, 2),
+       bias=st.booleans(), seed=seeds, dtype=dtypes)
+def test_conv_unfold_fold(case, N, C, G, bias, seed, dtype):
+    # conv2d: the definition's loops against unfold + matmul one image at a time (images shared
+    # among the threads, whose weight-gradient parts are added). fold's forward and backward are
+    # unfold's two directions swapped.
     k, s, p, d, H, W = case
-    x = make_tensor((N, C, H, W), "contiguous", seed, dtype)
-    w = make_tensor((2, C, *k), "contiguous", seed + 1, dtype)
-    _agree(lambda x, w: F.conv2d(x, w, None, s, p, d), x, w, **_tol(dtype))
+    x = make_tensor((N, C * G, H, W), "contiguous", seed, dtype)
+    w = make_tensor((2 * G, C, *k), "contiguous", seed + 1, dtype)
+    b = make_tensor((2 * G,), "contiguous", seed + 2, dtype) if bias else None
+    _agree(lambda x, w, *b: F.conv2d(x, w, b[0] if b else None, s, p, d, G), x, w,
+           *([b] if bias else []), **_tol(dtype))
+    x = x[:, :C]
     cols = F.unfold(x, k, d, p, s).detach()
     _agree(lambda c: F.fold(c, (H, W), k, d, p, s), cols, **_tol(dtype))
     pool_p = (k[0] // 2, k[1] // 2)      # max pooling: windows inside the image and over padding

@@ -74,6 +74,13 @@ def normalize_dims(op, dim, ndim):
     return dims
 
 
+def reduction_dims(op, dim, ndim):
+    """normalize_dims for a reduction, which (as in PyTorch) takes tensors of at most 64 dims."""
+    if ndim > 64:
+        raise RuntimeError(f"{op}: only tensors with up to 64 dims are supported, got {ndim}")
+    return normalize_dims(op, dim, ndim)
+
+
 def kernel_layout(shape, *strides_list):
     """Merge and pad dimensions for the 4-d strided kernels.
 

@@ -266,7 +266,6 @@ class Tensor:
     def cumprod(self, *args, **kwargs): return _comp.cumprod(self, *args, **kwargs)
     def bernoulli(self, *args, **kwargs): return _comp.bernoulli(self, *args, **kwargs)
     def broadcast_to(self, *shape): return _lay.expand(self, *shape)
-    def type_as(self, other): return self.to(other.dtype)
 
     def nelement(self):
         return self.numel()
@@ -529,30 +528,30 @@ class Tensor:
 
     # ---------------------------------------------------------------- operators
     def __add__(self, other): return _ew.add(self, other)
-    def __radd__(self, other): return _ew.add(self, other)
+    def __radd__(self, other): return _ew.add(_bound(self, "__radd__"), other)
     def __sub__(self, other): return _ew.sub(self, other)
-    def __rsub__(self, other): return _ew.rsub(self, other)
+    def __rsub__(self, other): return _ew.rsub(_bound(self, "__rsub__"), other)
     def __mul__(self, other): return _ew.mul(self, other)
-    def __rmul__(self, other): return _ew.mul(self, other)
+    def __rmul__(self, other): return _ew.mul(_bound(self, "__rmul__"), other)
     def __truediv__(self, other): return _ew.div(self, other)
-    def __rtruediv__(self, other): return _ew.rdiv(self, other)
+    def __rtruediv__(self, other): return _ew.rdiv(_bound(self, "__rtruediv__"), other)
     def __pow__(self, other): return _ew.pow(self, other)
-    def __rpow__(self, other): return _ew.rpow(self, other)
+    def __rpow__(self, other): return _ew.rpow(_bound(self, "__rpow__"), other)
     def __mod__(self, other): return _ew.remainder(self, other)
-    def __rmod__(self, other): return _ew.remainder(other, self)
+    def __rmod__(self, other): return _ew.remainder(other, _bound(self, "__rmod__"))
     def __floordiv__(self, other): return _ew.floor_divide(self, other)
-    def __rfloordiv__(self, other): return _ew.floor_divide(other, self)
+    def __rfloordiv__(self, other): return _ew.floor_divide(other, _bound(self, "__rfloordiv__"))
     def __matmul__(self, other): return _mm.matmul(self, other)
-    def __rmatmul__(self, other): return _mm.matmul(other, self)
+    def __rmatmul__(self, other): return _mm.matmul(other, _bound(self, "__rmatmul__"))
     def __neg__(self): return _ew.neg(self)
     def __abs__(self): return _ew.abs(self)
     def __invert__(self): return _ew.bitwise_not(self)
     def __and__(self, other): return _ew.bitwise_and(self, other)
     def __or__(self, other): return _ew.bitwise_or(self, other)
     def __xor__(self, other): return _ew.bitwise_xor(self, other)
-    def __rand__(self, other): return _ew.bitwise_and(self, other)
-    def __ror__(self, other): return _ew.bitwise_or(self, other)
-    def __rxor__(self, other): return _ew.bitwise_xor(self, other)
+    def __rand__(self, other): return _ew.bitwise_and(_bound(self, "__rand__"), other)
+    def __ror__(self, other): return _ew.bitwise_or(_bound(self, "__ror__"), other)
+    def __rxor__(self, other): return _ew.bitwise_xor(_bound(self, "__rxor__"), other)
     def bitwise_and(self, other): return _ew.bitwise_and(self, other)
     def bitwise_or(self, other): return _ew.bitwise_or(self, other)
     def bitwise_xor(self, other): return _ew.bitwise_xor(self, other)
@@ -582,6 +581,14 @@ class Tensor:
     def __itruediv__(self, other): return _inp.idiv(self, other)
 
     __hash__ = object.__hash__  # defining __eq__ would otherwise make tensors unhashable
+
+
+def _bound(self, name):
+    """self of a reflected operator, checked: `Tensor.__radd__(2, t)` called unbound would
+    otherwise compute 2 + t where PyTorch raises."""
+    if not isinstance(self, Tensor):
+        raise TypeError(f"Tensor.{name}: self must be a tensor, got {type(self).__name__}")
+    return self
 
 
 def _cpu_only(op, device):

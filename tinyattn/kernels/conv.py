@@ -7,8 +7,8 @@ position (oh, ow), the KH x KW patch of every input channel that the kernel sees
                                                                   (0 where that falls in the padding)
 
 (the kernels take the columns' layout as two strides: entry (n, row, l) sits at n*NS + row*RS + l,
-so F.unfold's (N, K, L) has NS = K*L, RS = L, and convolution's (K, N*L) -- all images side by
-side, one large matrix product instead of N small ones -- has NS = L, RS = N*L)
+so F.unfold's (N, K, L) has NS = K*L, RS = L, and K x L columns of all images side by side,
+(K, N*L), have NS = L, RS = N*L)
 
 and then   out[n, o, :] = weight[o, :] @ cols[n] + bias[o]        (weight viewed as (O, C*KH*KW)).
 
@@ -17,7 +17,10 @@ Fold ("col2im") is unfold's transpose: it adds every column entry back to the pi
     x[n, c, h, w] += cols[n, (c*KH + i)*KW + j, oh*OW + ow]       for every (i, j, oh, ow) reading it
 
 so the gradient of unfold is fold of the gradient, and the other way round. The matrix product
-is the library's matmul (kernels/matmul.py): convolution needs no multiply loop of its own.
+is the library's matmul (kernels/matmul.py): convolution's fast tier needs no multiply loop of
+its own. It unfolds one image at a time into a scratch that stays in the L2 cache and runs the
+matmul kernel on it there (conv2d_forward / conv2d_backward, the images shared among the cores);
+its reference tier is the definition itself, the sum over (c, i, j) as seven plain loops.
 
 Pooling slides the same window but keeps one number per window and channel: the largest (max
 pooling remembers where it was, and its backward sends the gradient there) or the mean.
@@ -31,8 +34,14 @@ whole computation; it is registered for both tiers).
 
 Chapter 8 of the tour (docs/08-visual-attention.md) walks through this file.
 """
+import array
+import threading
+
+from . import threads
 from .buffers import as_array
 from .jit import by_typecode, inline, kernel
+from .matmul import _bmm_blocked
+from .matmul import _scratch as _mm_scratch
 from .tiers import register
 
 
@@ -164,6 +173,242 @@ def col2im(cols, x, N, C, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW, NS, RS):
                         else:
                             for ow in range(w_hi - w_lo):
                                 plane[start + (w_lo + ow) * SW] += src[ow]
+
+
+# --------------------------------------------------------------------------- convolution
+#
+# conv2d's interface: conv2d_forward / conv2d_backward over whole batches. The reference tier is
+# the definition as plain loops; the fast tier works one image at a time: unfold that image into
+# a (C*KH*KW, OH*OW) scratch that stays in L2, run the matmul kernel on it, and go on. Unfolding
+# the whole batch first (one (K, N*L) matrix, what ops/conv.py did before) wrote and re-read
+# megabytes through memory and kept them for the backward: 1.6-2.3x slower on the benchmark's
+# batches (benchmarks/run.py --only conv, 2-core AMD EPYC: 26 / 58 / 82 against 59 / 133 / 127
+# GFLOP/s, forward + backward).
+
+
+@kernel
+def conv2d_forward_reference(x, w, bias, has_bias, out, N, C, H, W, O, G, KH, KW, SH, SW, PH, PW,
+                             DH, DW, OH, OW):
+    """out (N, O, OH, OW) from x (N, C, H, W), w (O, C/G, KH, KW), bias (O,):
+
+        out[n, o, oh, ow] = bias[o] + sum over c < C/G, i < KH, j < KW of
+                            w[o, c, i, j] * x[n, g*C/G + c, oh*SH - PH + i*DH, ow*SW - PW + j*DW]
+
+    with g = o // (O/G) the group of output channel o, and x = 0 in the padding."""
+    Cg, Og = C // G, O // G
+    for n in range(N):
+        for o in range(O):
+            g = o // Og
+            for oh in range(OH):
+                for ow in range(OW):
+                    s = 0.0
+                    for c in range(Cg):
+                        for i in range(KH):
+                            for j in range(KW):
+                                h = oh * SH - PH + i * DH
+                                v = ow * SW - PW + j * DW
+                                if 0 <= h < H and 0 <= v < W:
+                                    s += (w[((o * Cg + c) * KH + i) * KW + j]
+                                          * x[((n * C + g * Cg + c) * H + h) * W + v])
+                    if has_bias:
+                        s += bias[o]
+                    out[((n * O + o) * OH + oh) * OW + ow] = s
+
+
+@kernel
+def conv2d_backward_reference(x, w, g, dx, dw, db, need_x, need_w, need_b, N, C, H, W, O, G,
+                              KH, KW, SH, SW, PH, PW, DH, DW, OH, OW):
+    """The forward's sum read backwards: every term w * x that made out[n, o, oh, ow] sends
+    g[n, o, oh, ow] times its other factor back,
+
+        dx[n, g*C/G + c, h, v] += w[o, c, i, j] * g[n, o, oh, ow]
+        dw[o, c, i, j]         += x[n, g*C/G + c, h, v] * g[n, o, oh, ow]
+        db[o]                  += g[n, o, oh, ow]
+
+    (h, v the pixel the term read). Only the outputs asked for are written (overwritten)."""
+    Cg, Og = C // G, O // G
+    if need_x:
+        for q in range(N * C * H * W):
+            dx[q] = 0.0
+    if need_w:
+        for q in range(O * Cg * KH * KW):
+            dw[q] = 0.0
+    if need_b:
+        for o in range(O):
+            db[o] = 0.0
+    for n in range(N):
+        for o in range(O):
+            gr = o // Og
+            for oh in range(OH):
+                for ow in range(OW):
+                    gv = g[((n * O + o) * OH + oh) * OW + ow]
+                    if need_b:
+                        db[o] += gv
+                    for c in range(Cg):
+                        for i in range(KH):
+                            for j in range(KW):
+                                h = oh * SH - PH + i * DH
+                                v = ow * SW - PW + j * DW
+                                if 0 <= h < H and 0 <= v < W:
+                                    wi = ((o * Cg + c) * KH + i) * KW + j
+                                    xi = ((n * C + gr * Cg + c) * H + h) * W + v
+                                    if need_x:
+                                        dx[xi] += w[wi] * gv
+                                    if need_w:
+                                        dw[wi] += x[xi] * gv
+
+
+@kernel
+def _conv2d_forward_images(x, w, bias, has_bias, out, cols, mm, N, C, H, W, O, G, KH, KW, SH, SW,
+                           PH, PW, DH, DW, OH, OW, n0, n1):
+    """Images n0 <= n < n1 of `conv2d_forward_reference`'s out, each as
+    cols = unfold(x[n]) (K, L) then out[n, group] = w[group] (O/G, K/G) @ cols[group] (K/G, L).
+
+    The matmul kernel's batch index t = n*G + group lands its (O/G, L) result at
+    out[(t*O/G)*L:], which is exactly out[n, group*O/G:]: no copy, no transpose."""
+    X, OUT, BIAS = as_array(x), as_array(out), as_array(bias)
+    L, K, CHW = OH * OW, C * KH * KW, C * H * W
+    Kg, Og = K // G, O // G
+    for n in range(n0, n1):
+        im2col(X[n * CHW:(n + 1) * CHW], cols, 1, C, H, W, KH, KW, SH, SW, PH, PW, DH, DW,
+               OH, OW, K * L, L)
+        _bmm_blocked(w, 0, 0, Og * Kg, Kg, 1,            # a = w[group]: (Og, Kg), any image
+                     cols, 0, 0, Kg * L, L, 1,           # b = cols[group]: (Kg, L)
+                     out, G, Og, L, Kg, Og, n * G, (n + 1) * G, mm)
+        if has_bias:
+            for o in range(O):
+                row = OUT[(n * O + o) * L:(n * O + o + 1) * L]
+                bo = BIAS[o]
+                for q in range(L):
+                    row[q] += bo
+
+
+@kernel
+def _conv2d_backward_images(x, w, g, dx, part, p0, cols, dcols, tmp, mm, need_x, need_w, need_b,
+                            N, C, H, W, O, G, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW, n0, n1):
+    """Images n0 <= n < n1 of the backward, per image and group (g[n] is (O, L)):
+
+        dcols (K/G, L)   = w[group]^T @ g[n, group]      then dx[n] = fold(dcols)
+        dw^T  (K/G, O/G) += unfold(x[n])[group] @ g[n, group]^T
+        db               += g[n] summed over L
+
+    dx is written; dw^T (G, K/G, O/G) and db (O,) are added into part[p0:], this thread's
+    partial sums (the caller adds the threads' parts and transposes dw^T)."""
+    X, DX, GR = as_array(x), as_array(dx), as_array(g)
+    TMP = as_array(tmp)
+    L, K, CHW = OH * OW, C * KH * KW, C * H * W
+    Kg, Og = K // G, O // G
+    PART = as_array(part)[p0:p0 + K * Og + O]
+    for n in range(n0, n1):
+        if need_x:
+            _bmm_blocked(w, 0, 0, Og * Kg, 1, Kg,            # a = w[group]^T: (Kg, Og)
+                         g, n * O * L, 0, Og * L, L, 1,      # b = g[n, group]: (Og, L)
+                         dcols, G, Kg, L, Og, Kg, 0, G, mm)
+            plane = DX[n * CHW:(n + 1) * CHW]
+            for q in range(CHW):
+                plane[q] = 0.0
+            col2im(dcols, plane, 1, C, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW, K * L, L)
+        if need_w:
+            im2col(X[n * CHW:(n + 1) * CHW], cols, 1, C, H, W, KH, KW, SH, SW, PH, PW, DH, DW,
+                   OH, OW, K * L, L)
+            _bmm_blocked(cols, 0, 0, Kg * L, L, 1,           # a = cols[group]: (Kg, L)
+                         g, n * O * L, 0, Og * L, 1, L,      # b = g[n, group]^T: (L, Og)
+                         tmp, G, Kg, Og, L, Kg, 0, G, mm)
+            for q in range(K * Og):
+                PART[q] += TMP[q]
+        if need_b:
+            for o in range(O):
+                row = GR[(n * O + o) * L:(n * O + o + 1) * L]
+                s = 0.0
+                for q in range(L):
+                    s += row[q]
+                PART[K * Og + o] += s
+
+
+@kernel
+def _conv2d_sum_parts(part, P, dw, db, need_w, need_b, O, G, Kg):
+    """dw[group, o, k] = sum over the P threads' parts of dw^T[group, k, o]; db likewise."""
+    Og = O // G
+    size = G * Kg * Og + O
+    if need_w:
+        for gr in range(G):
+            for o in range(Og):
+                for k in range(Kg):
+                    s = 0.0
+                    for p in range(P):
+                        s += part[p * size + (gr * Kg + k) * Og + o]
+                    dw[(gr * Og + o) * Kg + k] = s
+    if need_b:
+        for o in range(O):
+            s = 0.0
+            for p in range(P):
+                s += part[p * size + G * Kg * Og + o]
+            db[o] = s
+
+
+_images = threading.local()
+
+
+def _image_scratch(typecode, n, which):
+    """This thread's scratch `which` (0: cols, 1: dcols, 2: dw^T of one image), >= n elements:
+    kept between calls, so a training step allocates nothing."""
+    bufs = getattr(_images, typecode, None)
+    if bufs is None:
+        bufs = [array.array(typecode) for _ in range(3)]
+        setattr(_images, typecode, bufs)
+    if len(bufs[which]) < n:
+        bufs[which] = array.array(typecode, bytes(n * bufs[which].itemsize))
+    return bufs[which]
+
+
+def conv2d_forward(x, w, bias, has_bias, out, N, C, H, W, O, G, KH, KW, SH, SW, PH, PW, DH, DW,
+                   OH, OW):
+    """`conv2d_forward_reference`'s out, the images shared among the cores."""
+    typecode = x.typecode
+    kern = _FORWARD_IMAGES[typecode]
+    size = C * KH * KW * OH * OW
+
+    def run(n0, n1):
+        kern(x, w, bias, has_bias, out, _image_scratch(typecode, size, 0), _mm_scratch(typecode),
+             N, C, H, W, O, G, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW, n0, n1)
+
+    threads.parallel_for(run, N)
+
+
+def conv2d_backward(x, w, g, dx, dw, db, need_x, need_w, need_b, N, C, H, W, O, G, KH, KW, SH,
+                    SW, PH, PW, DH, DW, OH, OW):
+    """`conv2d_backward_reference`'s outputs, the images shared among the cores; each core sums
+    its own dw and db, and the parts are added at the end (in block order: deterministic)."""
+    typecode = x.typecode
+    kern = _BACKWARD_IMAGES[typecode]
+    K, L = C * KH * KW, OH * OW
+    Kg, Og = K // G, O // G
+    blocks = threads.split(N, threads.num_threads())
+    index = {start: p for p, (start, _) in enumerate(blocks)}
+    size = K * Og + O
+    part = array.array(typecode, bytes(len(blocks) * size * array.array(typecode).itemsize))
+
+    def run(n0, n1):
+        kern(x, w, g, dx, part, index[n0] * size,
+             _image_scratch(typecode, K * L, 0), _image_scratch(typecode, K * L, 1),
+             _image_scratch(typecode, K * Og, 2), _mm_scratch(typecode), need_x, need_w, need_b,
+             N, C, H, W, O, G, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW, n0, n1)
+
+    threads.parallel_for(run, N)
+    if need_w or need_b:
+        _SUM_PARTS[typecode](part, len(blocks), dw, db, need_w, need_b, O, G, Kg)
+
+
+def conv2d_forward_plain(x, w, bias, has_bias, out, N, C, H, W, O, G, KH, KW, SH, SW, PH, PW, DH,
+                         DW, OH, OW):
+    _FORWARD_REFERENCE[x.typecode](x, w, bias, has_bias, out, N, C, H, W, O, G, KH, KW, SH, SW,
+                                   PH, PW, DH, DW, OH, OW)
+
+
+def conv2d_backward_plain(x, w, g, dx, dw, db, need_x, need_w, need_b, N, C, H, W, O, G, KH, KW,
+                          SH, SW, PH, PW, DH, DW, OH, OW):
+    _BACKWARD_REFERENCE[x.typecode](x, w, g, dx, dw, db, need_x, need_w, need_b, N, C, H, W, O,
+                                    G, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW)
 
 
 # --------------------------------------------------------------------------- pooling
@@ -372,9 +617,19 @@ _POOLING = dict(
     AVG_POOL_BACKWARD=by_typecode(avg_pool2d_backward, "T T i i i i i i i i i i i b i"),
     ADAPTIVE_AVG_FORWARD=by_typecode(adaptive_avg_pool2d_forward, "T T i i i i i"),
     ADAPTIVE_AVG_BACKWARD=by_typecode(adaptive_avg_pool2d_backward, "T T i i i i i"))
+_GEO = " i" * 16     # N C H W O G KH KW SH SW PH PW DH DW OH OW
+_FORWARD_REFERENCE = by_typecode(conv2d_forward_reference, "T T T b T" + _GEO)
+_BACKWARD_REFERENCE = by_typecode(conv2d_backward_reference, "T T T T T T b b b" + _GEO)
+_FORWARD_IMAGES = by_typecode(_conv2d_forward_images, "T T T b T T T" + _GEO + " i i")
+_BACKWARD_IMAGES = by_typecode(_conv2d_backward_images,
+                               "T T T T T i T T T T b b b" + _GEO + " i i")
+_SUM_PARTS = by_typecode(_conv2d_sum_parts, "T i T T b b i i i")
 register(globals(),
-         reference=dict(IM2COL=by_typecode(im2col_reference, _COLS),
+         reference=dict(conv2d_forward=conv2d_forward_plain,
+                        conv2d_backward=conv2d_backward_plain,
+                        IM2COL=by_typecode(im2col_reference, _COLS),
                         COL2IM=by_typecode(col2im_reference, _COLS),
                         MAX_POOL_FORWARD=by_typecode(max_pool2d_forward, _MAX), **_POOLING),
-         fast=dict(IM2COL=by_typecode(im2col, _COLS), COL2IM=by_typecode(col2im, _COLS),
+         fast=dict(conv2d_forward=conv2d_forward, conv2d_backward=conv2d_backward,
+                   IM2COL=by_typecode(im2col, _COLS), COL2IM=by_typecode(col2im, _COLS),
                    MAX_POOL_FORWARD=by_typecode(max_pool2d_forward_fast, _MAX), **_POOLING))

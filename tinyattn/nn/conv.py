@@ -10,6 +10,7 @@ Chapter 8 of the tour (docs/08-visual-attention.md) walks through this file.
 """
 import math
 
+from .. import _devices as _dev
 from ..creation import empty
 from . import functional as F
 from . import init
@@ -29,8 +30,9 @@ class _ConvNd(Module):
     _functional = None
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
-                 groups=1, bias=True, padding_mode="zeros", dtype=None):
+                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
         super().__init__()
+        _dev.check(device, type(self).__name__)
         cls, n = type(self).__name__, self._n
         if groups <= 0 or in_channels % groups or out_channels % groups:
             raise ValueError(f"{cls}: in_channels ({in_channels}) and out_channels "

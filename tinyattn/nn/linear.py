@@ -1,6 +1,7 @@
 """Linear and Identity."""
 import math
 
+from .. import _devices as _dev
 from ..creation import empty
 from . import functional as F
 from . import init
@@ -21,8 +22,9 @@ class Linear(Module):
     weight (out_features, in_features) and bias (out_features) start as U(-1/sqrt(in), 1/sqrt(in)),
     PyTorch's default (kaiming_uniform_ with a = sqrt(5))."""
 
-    def __init__(self, in_features, out_features, bias=True, dtype=None):
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
+        _dev.check(device, "Linear")
         self.in_features = in_features
         self.out_features = out_features
         self.weight = Parameter(empty(out_features, in_features, dtype=dtype))

@@ -2,6 +2,7 @@
 
 Chapter 5 of the tour (docs/05-transformer.md) walks through this file.
 """
+from .. import _devices as _dev
 from ..creation import ones, tensor, zeros
 from ..dtypes import int64
 from . import functional as F
@@ -13,8 +14,10 @@ class LayerNorm(Module):
 
     x (*, *normalized_shape); weight starts at 1 and bias at 0 (elementwise_affine=True)."""
 
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, dtype=None):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None,
+                 dtype=None):
         super().__init__()
+        _dev.check(device, "LayerNorm")
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(normalized_shape)
@@ -45,8 +48,9 @@ class _BatchNorm(Module):
     _dims = ()
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True, dtype=None, *, bias=True):
+                 track_running_stats=True, device=None, dtype=None, *, bias=True):
         super().__init__()
+        _dev.check(device, type(self).__name__)
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self._bias = affine and bias

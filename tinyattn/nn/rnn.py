@@ -27,6 +27,7 @@ Chapter 4 of the tour (docs/04-seq2seq.md) walks through this file.
 """
 import math
 
+from .. import _devices as _dev
 from ..creation import empty, tensor, zeros
 from ..ops.rnn import gru_cell, gru_sequence
 from ..tensor import Tensor
@@ -50,8 +51,9 @@ class GRUCell(Module):
 
     Parameters: weight_ih (3H, I), weight_hh (3H, H), bias_ih (3H), bias_hh (3H), gates r | z | n."""
 
-    def __init__(self, input_size, hidden_size, bias=True, dtype=None):
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
         super().__init__()
+        _dev.check(device, "GRUCell")
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.bias = bias
@@ -112,8 +114,9 @@ class GRU(Module):
     sequence (0 <= length <= T): see the module docstring. Replaces PyTorch's packed sequences."""
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
-                 dropout=0.0, bidirectional=False, dtype=None):
+                 dropout=0.0, bidirectional=False, device=None, dtype=None):
         super().__init__()
+        _dev.check(device, "GRU")
         if num_layers < 1:
             raise ValueError(f"GRU: num_layers must be at least 1, got {num_layers}")
         if not 0.0 <= dropout <= 1.0:

@@ -4,8 +4,9 @@
              (l = oh*OW + ow; 0 in the padding)            gradient: fold of the gradient
     Fold     its transpose: x[n, c, h, w] = sum of the column entries read from (h, w)
                                                             gradient: unfold of the gradient
-    conv2d   out[n, o] = weight[o] . cols[n] + bias[o]  -- unfold, then one matmul per group;
-             its gradients are those of unfold and matmul, nothing new to derive
+    conv2d   out[n, o] = weight[o] . cols[n] + bias[o]  -- unfold, then one matmul per group
+             (kernels/conv.py does both, an image at a time); its gradients are those of
+             unfold and matmul, nothing new to derive
     MaxPool2d    out = max over each window; dx gets g at the position that won (saved indices)
     AvgPool2d / AdaptiveAvgPool2d   out = mean over each window; dx gets g / window size
 
@@ -23,7 +24,6 @@ from ..autograd import Function
 from ..kernels import conv as KC
 from ..tensor import Tensor, _empty
 from ._launch import packed
-from .matmul import MatMul
 
 
 def _pair(op, name, value, n=2):
@@ -54,13 +54,19 @@ def _out_size(op, size, k, s, p, d, ceil_mode=False, what="input"):
     return out
 
 
-def _float_image(op, x, dims=(4,), names="(N, C, H, W)"):
+def _image(op, x, dims=(4,), names="(N, C, H, W)", also=()):
+    """Check an image-like input: a tensor of one of `dims` dims, floating point or one of the
+    dtypes in `also` (PyTorch's CPU kernels take int64 in conv and pooling, bool in unfold/fold).
+
+    Those are computed by the float kernels: int64 as float64 (exact while every sum stays below
+    2^53), bool as float32; so no kernel is compiled for integer buffers."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
     if x.ndim not in dims:
         raise ValueError(f"{op}: expected a {names} tensor, got shape {tuple(x.shape)}")
-    if not x.dtype.is_floating_point:
-        raise TypeError(f"{op}: expected a floating-point tensor, got {x.dtype}")
+    if not x.dtype.is_floating_point and x.dtype not in also:
+        kinds = ", ".join(["float32", "float64"] + [d.name for d in also])
+        raise TypeError(f"{op}: expected a {kinds} tensor, got {x.dtype}")
 
 
 class _Geometry:
@@ -142,7 +148,9 @@ class Fold(Function):
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
     """F.unfold: (N, C, H, W) or (C, H, W) -> (N, C*KH*KW, L) (or (C*KH*KW, L)), L = OH*OW: the
     patch every output position of a convolution sees, as a column."""
-    _float_image("unfold", input, (3, 4), "(N, C, H, W) or (C, H, W)")
+    _image("unfold", input, (3, 4), "(N, C, H, W) or (C, H, W)", (_dt.bool,))
+    if input.dtype is _dt.bool:
+        return unfold(input.to(_dt.float32), kernel_size, dilation, padding, stride) != 0
     x = input.unsqueeze(0) if input.ndim == 3 else input
     geo = _Geometry("unfold", x.shape[2], x.shape[3], kernel_size, stride, padding, dilation)
     out = Unfold.apply(x, geo)
@@ -152,7 +160,10 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
     """F.fold: (N, C*KH*KW, L) or (C*KH*KW, L) -> (N, C, H, W) (or (C, H, W)) with
     (H, W) = output_size; overlapping entries are summed (unfold's transpose)."""
-    _float_image("fold", input, (2, 3), "(N, C*KH*KW, L) or (C*KH*KW, L)")
+    _image("fold", input, (2, 3), "(N, C*KH*KW, L) or (C*KH*KW, L)", (_dt.bool,))
+    if input.dtype is _dt.bool:     # overlapping entries OR together, as PyTorch's bool sum
+        return fold(input.to(_dt.float32), output_size, kernel_size, dilation, padding,
+                    stride) != 0
     cols = input.unsqueeze(0) if input.ndim == 2 else input
     H, W = _pair("fold", "output_size", output_size)
     geo = _Geometry("fold", H, W, kernel_size, stride, padding, dilation)
@@ -172,55 +183,41 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):  # n
 
 
 class Conv2d(Function):
-    """out[n, o] = W[o] @ cols[n] + bias[o], the columns from Unfold, per group.
+    """out[n, o] = weight[o] . unfold(x)[n] + bias[o], per group (kernels/conv.py: conv2d_forward).
 
-    All N images' columns sit side by side, cols (G, K, N*L) with K = C/G*KH*KW, so each group is
-    one (O/G, K) @ (K, N*L) product, whose long N*L side keeps the matmul kernel busy (N small
-    (K, L) products would not). Backward, with g (G, O/G, N*L):
+    Backward, with g (N, O, OH, OW), per image and group (the matmul's gradients, then fold):
 
-        dcols = W^T @ g  -> fold -> dx          dW = (cols @ g^T)^T          dbias = sum of g
+        dx = fold(weight^T @ g[n])      dweight = sum over n of g[n] @ unfold(x)[n]^T      dbias = sum of g
 
-    dW is computed transposed on purpose: g @ cols^T would pack the whole (N*L, K) cols^T for
-    every thread (3.3x slower measured for a 32x16x16x16 batch), cols @ g^T packs only g^T."""
+    Nothing is saved but the inputs: the backward unfolds each image again, in cache, which costs
+    less than keeping every image's columns (C*KH*KW times the image) from the forward."""
 
     @staticmethod
     def forward(ctx, x, weight, bias, geo, G):
-        N, O = x.shape[0], weight.shape[0]
-        K, L = weight.numel() // O, geo.OH * geo.OW
-        cols = Unfold.forward(None, x, geo, True).view(G, K, N * L)
-        w = packed(weight).view(G, O // G, K)
-        out = MatMul.forward(None, w, cols).view(O, N, L).transpose(0, 1)   # (N, O, L) view
-        # adding the bias writes the packed (N, O, L) result: the transpose costs no extra pass
-        out = out + bias.view(1, O, 1) if bias is not None else out.contiguous()
-        ctx.cols = cols
-        return out.view(N, O, geo.OH, geo.OW)
+        N, C = x.shape[0], x.shape[1]
+        O = weight.shape[0]
+        out = _empty((N, O, geo.OH, geo.OW), x.dtype)
+        b = packed(bias)._data if bias is not None else _empty((1,), x.dtype)._data
+        KC.conv2d_forward(packed(x)._data, packed(weight)._data, b, bias is not None, out._data,
+                          N, C, geo.H, geo.W, O, G, *geo.args()[2:])
+        return out
 
     @staticmethod
     def backward(ctx, g):
         x, weight, bias, geo, G = ctx.inputs
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
-        N, O = x.shape[0], weight.shape[0]
-        K, L = weight.numel() // O, geo.OH * geo.OW
-        g3 = g.reshape(N, O, L)
-        gt = g3.transpose(0, 1).contiguous().view(G, O // G, N * L)
-        dx = dw = db = None
-        if need_x:
-            w = packed(weight).view(G, O // G, K)
-            dcols = MatMul.forward(None, w.transpose(1, 2), gt)           # (G, K, N*L)
-            dx = Unfold.backward(_Inputs(x, geo), dcols)[0]
-        if need_w:
-            dwt = MatMul.forward(None, ctx.cols, gt.transpose(1, 2))       # (G, K, O/G)
-            dw = dwt.transpose(1, 2).contiguous().view(weight.shape)
-        if need_b and bias is not None:
-            db = gt.view(O, N * L).sum(1)
+        need_b = need_b and bias is not None
+        N, C = x.shape[0], x.shape[1]
+        O = weight.shape[0]
+        dx = _empty(x.shape, x.dtype) if need_x else None
+        dw = _empty(weight.shape, x.dtype) if need_w else None
+        db = _empty((O,), x.dtype) if need_b else None
+        spare = _empty((1,), x.dtype)._data     # stands in for the outputs not asked for
+        KC.conv2d_backward(packed(x)._data, packed(weight)._data, packed(g)._data,
+                           dx._data if need_x else spare, dw._data if need_w else spare,
+                           db._data if need_b else spare, need_x, need_w, need_b,
+                           N, C, geo.H, geo.W, O, G, *geo.args()[2:])
         return dx, dw, db, None, None
-
-
-class _Inputs:
-    """Stands in for a ctx whose inputs are those of Unfold(x, geo, side_by_side=True)."""
-
-    def __init__(self, x, geo):
-        self.inputs = (x, geo, True)
 
 
 def _same_padding(op, k, d):
@@ -234,7 +231,11 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     (N, O, OH, OW). padding is an int, a pair, 'valid' (0) or 'same' (output size = input size,
     stride 1 only). Computed as unfold + one matmul per group (cross-correlation, as PyTorch)."""
     op = "conv2d"
-    _float_image(op, input, (3, 4), "(N, C, H, W) or (C, H, W)")
+    _image(op, input, (3, 4), "(N, C, H, W) or (C, H, W)", (_dt.int64,))
+    if (input.dtype is _dt.int64 and isinstance(weight, Tensor) and weight.dtype is _dt.int64
+            and (bias is None or isinstance(bias, Tensor) and bias.dtype is _dt.int64)):
+        return conv2d(input.double(), weight.double(), bias.double() if isinstance(
+            bias, Tensor) else bias, stride, padding, dilation, groups).long()
     if not isinstance(weight, Tensor) or weight.ndim != 4:
         raise ValueError(f"{op}: weight must be a 4-d tensor (O, C/groups, KH, KW), got "
                          f"{tuple(weight.shape) if isinstance(weight, Tensor) else weight!r}")
@@ -254,7 +255,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if bias is not None and (not isinstance(bias, Tensor) or tuple(bias.shape) != (O,)
                              or bias.dtype is not input.dtype):
         raise ValueError(f"{op}: bias must be a ({O},) tensor of dtype {input.dtype}, got "
-                         f"{tuple(bias.shape) if isinstance(bias, Tensor) else bias!r}")
+                         f"{f'{tuple(bias.shape)} {bias.dtype}' if isinstance(bias, Tensor) else repr(bias)}")
     DH, DW = _pair(op, "dilation", dilation)
     if isinstance(padding, str):
         if padding == "valid":
@@ -281,7 +282,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
     """F.conv1d: input (N, C, L) or (C, L), weight (O, C/groups, K) -> (N, O, L_out): conv2d on
     a height-1 image."""
-    _float_image("conv1d", input, (2, 3), "(N, C, L) or (C, L)")
+    _image("conv1d", input, (2, 3), "(N, C, L) or (C, L)", (_dt.int64,))
     if not isinstance(weight, Tensor) or weight.ndim != 3:
         raise ValueError(f"conv1d: weight must be a 3-d tensor (O, C/groups, K), got "
                          f"{tuple(weight.shape) if isinstance(weight, Tensor) else weight!r}")
@@ -299,8 +300,8 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 # ---------------------------------------------------------------------------- pooling
 
 
-def _pool_input(op, input):
-    _float_image(op, input, (3, 4), "(N, C, H, W) or (C, H, W)")
+def _pool_input(op, input, also=()):
+    _image(op, input, (3, 4), "(N, C, H, W) or (C, H, W)", also)
     return input.unsqueeze(0) if input.ndim == 3 else input
 
 
@@ -340,8 +341,12 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     defaults to kernel_size; padding counts as -inf); with return_indices also the position
     h*W + w of each maximum (int64), as PyTorch."""
     op = "max_pool2d"
-    x = _pool_input(op, input)
-    stride = kernel_size if stride is None or stride == [] else stride
+    x = _pool_input(op, input, (_dt.int64,))
+    if x.dtype is _dt.int64:
+        out = max_pool2d(input.double(), kernel_size, stride, padding, dilation, ceil_mode,
+                         return_indices)
+        return (out[0].long(), out[1]) if return_indices else out.long()
+    stride = kernel_size if stride is None or stride in ([], ()) else stride
     geo = _Geometry(op, x.shape[2], x.shape[3], kernel_size, stride, padding, dilation, ceil_mode)
     _check_pool_padding(op, geo)
     index = []
@@ -381,14 +386,20 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # n
     kernel_size). The divisor is divisor_override if given, else the window's size counting the
     zero padding (count_include_pad=True) or only the pixels inside the image."""
     op = "avg_pool2d"
-    x = _pool_input(op, input)
-    stride = kernel_size if stride is None or stride == [] else stride
+    x = _pool_input(op, input, (_dt.int64,))
+    if x.dtype is _dt.int64:    # the float mean, truncated toward 0 (PyTorch's integer division)
+        return avg_pool2d(input.double(), kernel_size, stride, padding, ceil_mode,
+                          count_include_pad, divisor_override).long()
+    stride = kernel_size if stride is None or stride in ([], ()) else stride
     geo = _Geometry(op, x.shape[2], x.shape[3], kernel_size, stride, padding, 1, ceil_mode)
     _check_pool_padding(op, geo)
     if divisor_override is not None and (not isinstance(divisor_override, int)
-                                         or divisor_override <= 0):
-        raise ValueError(f"{op}: divisor_override must be a positive int, got "
+                                         or divisor_override == 0):
+        raise ValueError(f"{op}: divisor_override must be a non-zero int, got "
                          f"{divisor_override!r}")
+    if divisor_override is not None and divisor_override < 0:   # sum / -d = -(sum / d)
+        return -avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                           -divisor_override)
     out = AvgPool2d.apply(x, geo, bool(count_include_pad), divisor_override or 0)
     return out.squeeze(0) if input.ndim == 3 else out
 

@@ -235,11 +235,33 @@ def clamp(x, min=None, max=None):  # noqa: A002 - PyTorch's argument names
 clip = clamp
 
 
+class ZeroGradient(Function):
+    """y = f(x) for a piecewise-constant f (sign, a count of non-zeros): dx = 0, as in PyTorch,
+    which records these ops in the graph with a zero gradient rather than cutting the graph."""
+
+    reads_inputs = False
+
+    @staticmethod
+    def forward(ctx, x, f):
+        with no_grad():
+            return f(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        x = ctx.inputs[0]
+        return _make(_dt.zeros_buffer(x.dtype, x.numel()), x.shape, x.dtype), None
+
+
+def _sign(x):
+    return sub(to_dtype(gt(x, 0), x.dtype), to_dtype(lt(x, 0), x.dtype))
+
+
 def sign(x):
+    """-1, 0 or 1 by the sign of x (NaN gives 0, as in PyTorch); dx = 0."""
     check_tensor("sign", x)
     if x.dtype is _bool:
         return x.clone()
-    return sub(to_dtype(gt(x, 0), x.dtype), to_dtype(lt(x, 0), x.dtype))
+    return ZeroGradient.apply(x, _sign)
 
 def _binary_forward(op, a, b):
     """out = a (op) b, broadcasting; a and b already have the same dtype."""

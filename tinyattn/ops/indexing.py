@@ -100,6 +100,11 @@ def index_select(x, dim, index):
     d = _shapes.normalize_dim("index_select", dim, x.ndim)
     if not isinstance(index, Tensor) or index.ndim > 1:
         raise TypeError("index_select: index must be a 1-D integer tensor")
+    if x.ndim == 0:   # a scalar, as PyTorch: the one index must be 0, the result 0-d
+        if index.numel() != 1:
+            raise IndexError(f"index_select: the index into a 0-d tensor must have 1 value, "
+                             f"got {index.numel()}")
+        return index_select(x.reshape(1), 0, index.reshape(1)).reshape(())
     rows = checked_index("index_select", index, x.shape[d], d, allow_negative=False)
     moved = movedim_front(x, d)
     src = reshape(moved, (x.shape[d], -1))
@@ -124,8 +129,9 @@ def gather(x, dim, index):
     """out[i][j][k] = x[i][index[i][j][k]][k] for dim = 1 (as torch.gather): index has x's ndim."""
     check_tensor("gather", x)
     d = _shapes.normalize_dim("gather", dim, x.ndim)
-    if x.ndim == 0 and isinstance(index, Tensor) and index.ndim == 0:  # as 1-element vectors
-        return gather(x.reshape(1), 0, index.reshape(1)).reshape(())
+    if isinstance(index, Tensor) and min(x.ndim, index.ndim) == 0 and max(x.ndim, index.ndim) <= 1:
+        # PyTorch reads a 0-d input or index as 1-D (the result has index's shape)
+        return gather(x.reshape(-1), 0, index.reshape(-1)).reshape(index.shape)
     if isinstance(index, Tensor) and index.numel() == 0:   # PyTorch checks nothing then
         return reshape(reshape(x, (-1,))[0:0], index.shape)
     if not isinstance(index, Tensor) or index.ndim != x.ndim:
@@ -431,10 +437,11 @@ def _copy_to_view(target, value, x):
 
 class Embedding(Function):
     """out[..., :] = weight[idx[...], :];  dweight = g rows added into the rows they came from,
-    except row padding_idx, which receives no gradient (it stays the 'no token' vector)."""
+    except row padding_idx, which receives no gradient (it stays the 'no token' vector). With
+    scale_grad_by_freq each row's gradient is divided by how often its index occurs in idx."""
 
     @staticmethod
-    def forward(ctx, weight, rows, out_shape, padding_idx):
+    def forward(ctx, weight, rows, out_shape, padding_idx, scale_grad_by_freq=False):
         n, d = rows.numel(), weight.shape[1]
         out = _empty(out_shape, weight.dtype)
         KI.gather_rows(packed(weight)._data, rows._data, out._data, n, d)
@@ -442,26 +449,50 @@ class Embedding(Function):
 
     @staticmethod
     def backward(ctx, g):
-        weight, rows, _, padding_idx = ctx.inputs
+        weight, rows, _, padding_idx, scale_grad_by_freq = ctx.inputs
         n, d = rows.numel(), weight.shape[1]
         out = _make(_dt.zeros_buffer(g.dtype, weight.numel()), weight.shape, g.dtype)
         KI.scatter_add_rows(packed(g)._data, rows._data, out._data, n, d)
+        if scale_grad_by_freq:
+            count = _dt.zeros_buffer(g.dtype, weight.shape[0])
+            KI.scatter_add_rows(array(g.dtype.typecode, [1]) * n, rows._data, count, n, 1)
+            data = out._data
+            for r, c in enumerate(count):
+                if c > 1:
+                    data[r * d:(r + 1) * d] = array(g.dtype.typecode,
+                                                    (v / c for v in data[r * d:(r + 1) * d]))
         if padding_idx is not None:
             out._data[padding_idx * d:(padding_idx + 1) * d] = _dt.zeros_buffer(g.dtype, d)
-        return out, None, None, None
+        return out, None, None, None, None
+
+
+def _embedding_renorm_(weight, rows, max_norm, norm_type):
+    """PyTorch's max_norm: each row of weight that idx uses and whose norm exceeds max_norm is
+    scaled, in place and outside the graph, to max_norm / (norm + 1e-7) times itself."""
+    from .reduce import norm as _norm
+    from .scatter import unique
+    with no_grad():
+        used = unique(rows)
+        picked = index_select(weight, 0, used)
+        norms = _norm(picked, norm_type, dim=1, keepdim=True)
+        scale = where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight[used] = picked * scale
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # noqa: A002
               scale_grad_by_freq=False, sparse=False):
     """Rows of weight (num_embeddings, embedding_dim) picked by the int64 indices in input (*):
-    output (*, embedding_dim). An index outside [0, num_embeddings) raises IndexError."""
+    output (*, embedding_dim). An index outside [0, num_embeddings) raises IndexError.
+
+    max_norm: the rows used are first renormalised in place (see _embedding_renorm_), as in
+    PyTorch; scale_grad_by_freq: a row's gradient is divided by its count in input."""
     if not isinstance(input, Tensor) or input.dtype not in (_int64, _dt.int32):
         raise TypeError("embedding: indices must be an int64 or int32 tensor" + (
             f", got {input.dtype}" if isinstance(input, Tensor) else
             f", got {type(input).__name__}"))
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not "
-                                  "implemented in tinyattn")
+    if sparse:
+        raise NotImplementedError("embedding: sparse=True (a sparse gradient) is not implemented "
+                                  "in tinyattn, which has no sparse tensors")
     if not isinstance(weight, Tensor) or weight.ndim != 2:
         raise ValueError("embedding: weight must be a 2-D (num_embeddings, embedding_dim) tensor"
                          + (f", got shape {tuple(weight.shape)}" if isinstance(weight, Tensor)
@@ -474,7 +505,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # 
         padding_idx %= num
     # Unlike x[idx], a negative token id is an error here (as in PyTorch), not "count from the end".
     rows = checked_index("embedding", input, num, 0, allow_negative=False)
-    return Embedding.apply(weight, rows, tuple(input.shape) + (weight.shape[1],), padding_idx)
+    if max_norm is not None:
+        _embedding_renorm_(weight, rows, max_norm, norm_type)
+    return Embedding.apply(weight, rows, tuple(input.shape) + (weight.shape[1],), padding_idx,
+                           builtins.bool(scale_grad_by_freq))
 
 
 # ---------------------------------------------------------------------------- pad, one_hot

@@ -24,7 +24,7 @@ from ..creation import rand, randn
 from ..kernels import elementwise as KE
 from ..tensor import Tensor, _make
 from ._launch import copy, copy_into
-from .elementwise import add, clamp, div, exp, masked_fill, mul, relu, sub
+from .elementwise import ZeroGradient, add, clamp, div, exp, masked_fill, mul, relu, sub
 from .layout import to_dtype
 
 
@@ -71,11 +71,16 @@ def _record(t, compute, op):
     return t
 
 
-def _cut(t, value, op):
-    """t <- value, a constant: t leaves the graph (its old values get no gradient)."""
-    _write(t, value, op)
-    t.grad_fn, t._requires_grad = None, False
-    return t
+def _constant(t, value, op):
+    """t <- value, a constant, on a tensor in the graph: recorded, as PyTorch's ZeroBackward /
+    FillBackward, with gradient 0 to t's old values (t stays in the graph: t.sum().backward()
+    still works)."""
+    def filled(old):
+        if isinstance(value, Tensor):
+            return copy(value.expand(old.shape), old.dtype)
+        return _write(_make(_dt.zeros_buffer(old.dtype, old.numel()), old.shape, old.dtype),
+                      value, op)
+    return _record(t, lambda old: ZeroGradient.apply(old, filled), op)
 
 
 def _assign(t, value, op):
@@ -84,7 +89,7 @@ def _assign(t, value, op):
         if isinstance(value, Tensor) and value._requires_grad:
             return _record(t, lambda old: value.expand(t.shape) if value.shape != t.shape
                            else value.clone(), op)
-        return _cut(t, value, op)
+        return _constant(t, value, op)
     return _write(t, value, op)
 
 

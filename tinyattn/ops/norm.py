@@ -137,17 +137,20 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     stats move by `momentum` toward them (running_var with the unbiased var, as PyTorch);
     evaluation: the running stats. One fused node (BatchNorm)."""
     op = "batch_norm"
-    if not isinstance(input, Tensor) or input.ndim < 2:
+    empty = isinstance(input, Tensor) and input.numel() == 0 and input.ndim >= 1
+    if not isinstance(input, Tensor) or (input.ndim < 2 and not empty):
         raise ValueError(f"{op}: expected an (N, C, ...) tensor, got "
                          f"{tuple(input.shape) if isinstance(input, Tensor) else input!r}")
     if not input.dtype.is_floating_point:
         raise TypeError(f"{op}: expected a floating-point input, got {input.dtype}")
-    N, C = input.shape[0], input.shape[1]
+    N, C = input.shape[0], (input.shape[1] if input.ndim >= 2 else 0)
     for name, t in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
         if t is not None and (not isinstance(t, Tensor) or t.numel() != C):
             raise ValueError(f"{op}: {name} must have {C} elements (the input's channels), got "
                              f"{tuple(t.shape) if isinstance(t, Tensor) else t!r}")
+    if empty:   # nothing to normalise and no statistics to update (as PyTorch)
+        return input.clone()
     count = input.numel() // C if C else 0
     x = packed(input)
     if training:

@@ -128,7 +128,7 @@ class Sum(Function):
 
 def sum(x, dim=None, keepdim=False, dtype=None):  # noqa: A001 - PyTorch's name
     check_tensor("sum", x)
-    dims = _shapes.normalize_dims("sum", dim, x.ndim)
+    dims = _shapes.reduction_dims("sum", dim, x.ndim)
     if dtype is not None:
         x = x.to(_dt.get(dtype))
     elif not x.dtype.is_floating_point:
@@ -141,7 +141,7 @@ def mean(x, dim=None, keepdim=False):
     if not x.dtype.is_floating_point:
         raise TypeError(f"mean: expected a floating-point tensor, got {x.dtype} "
                         f"(use .float() first, as in PyTorch)")
-    dims = _shapes.normalize_dims("mean", dim, x.ndim)
+    dims = _shapes.reduction_dims("mean", dim, x.ndim)
     n = _shapes.numel(x.shape[d] for d in dims)
     s = Sum.apply(x, dims, keepdim)
     return s * (1.0 / n if n else math.nan)
@@ -155,7 +155,7 @@ def var(x, dim=None, unbiased=None, keepdim=False, correction=None):
         dim, unbiased = None, dim
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
-    dims = _shapes.normalize_dims("var", dim, x.ndim)
+    dims = _shapes.reduction_dims("var", dim, x.ndim)
     n = _shapes.numel(x.shape[d] for d in dims)
     centered = x - mean(x, dims, keepdim=True)
     s = sum(centered * centered, dims, keepdim)
@@ -180,11 +180,15 @@ def norm(x, p=2, dim=None, keepdim=False, dtype=None):
         return amax(x.abs(), dim if dim is not None else (), keepdim)
     if p == -math.inf:
         return amin(x.abs(), dim if dim is not None else (), keepdim)
-    if p == 0:
-        return sum((x != 0).to(x.dtype), dim, keepdim)
+    if p == 0:   # a count: dx = 0
+        from .elementwise import ZeroGradient   # elementwise imports this module
+        return ZeroGradient.apply(x, lambda v: sum((v != 0).to(v.dtype), dim, keepdim))
     if isinstance(p, (int, float)) and not isinstance(p, bool):
         return sum(x.abs() ** p, dim, keepdim) ** (1.0 / p)
-    raise ValueError(f"norm: p must be a number, inf or 'fro', got {p!r}")
+    if p == "nuc":
+        raise NotImplementedError("norm: p='nuc' (the nuclear norm, a sum of singular values) is "
+                                  "not implemented in tinyattn: it has no SVD")
+    raise ValueError(f"norm: p must be a number, inf, 'fro' or 'nuc', got {p!r}")
 
 
 def _max_kernel(x, O, R, I, shape, want_min):
@@ -290,12 +294,12 @@ def _amax(x, dims, keepdim, want_min):
 
 
 def amax(x, dim=(), keepdim=False):
-    dims = _shapes.normalize_dims("amax", None if dim == () else dim, x.ndim)
+    dims = _shapes.reduction_dims("amax", None if dim == () else dim, x.ndim)
     return _amax(x, dims, keepdim, False)
 
 
 def amin(x, dim=(), keepdim=False):
-    dims = _shapes.normalize_dims("amin", None if dim == () else dim, x.ndim)
+    dims = _shapes.reduction_dims("amin", None if dim == () else dim, x.ndim)
     return _amax(x, dims, keepdim, True)
 
 
@@ -330,7 +334,7 @@ def logsumexp(x, dim, keepdim=False):
     if not x.dtype.is_floating_point:
         from .layout import to_dtype
         x = to_dtype(x, _dt.float32)
-    dims = _shapes.normalize_dims("logsumexp", dim, x.ndim)
+    dims = _shapes.reduction_dims("logsumexp", dim, x.ndim)
     if builtins.any(x.shape[d] == 0 for d in dims):  # log(sum of nothing) = log(0) = -inf
         out = sum(x, dims, keepdim) + -math.inf
         return out
@@ -345,7 +349,7 @@ def logsumexp(x, dim, keepdim=False):
 def all(x, dim=None, keepdim=False):  # noqa: A001
     """True where every element is non-zero; bool, or uint8 for a uint8 x (PyTorch's rule)."""
     out = sum(x != 0, dim, keepdim) == _shapes.numel(
-        x.shape[d] for d in _shapes.normalize_dims("all", dim, x.ndim))
+        x.shape[d] for d in _shapes.reduction_dims("all", dim, x.ndim))
     return out.to(_dt.uint8) if x.dtype is _dt.uint8 else out
 
 
