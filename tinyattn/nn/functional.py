@@ -9,14 +9,12 @@ is defined in the ops/ file of its family (next to its kernels) and gathered her
     relu, gelu, tanh, sigmoid  ops/elementwise.py   softmax, log_softmax  ops/softmax.py
     scaled_dot_product_attention, causal_mask, padding_mask    ops/attention.py (composed)
     conv1d, conv2d, unfold, fold, max_pool2d, avg_pool2d, adaptive_avg_pool2d      ops/conv.py
-                               (max_pool2d of uint8 / int32: wrapped below, through int64)
     batch_norm                 ops/norm.py
     silu, leaky_relu, elu, softplus, mish, hardtanh, relu6, logsigmoid, l1_loss,
     smooth_l1_loss, huber_loss, kl_div                   ops/composite.py (composed of other ops)
 """
-from ..ops import conv as _conv
 from ..ops.conv import (adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, fold,  # noqa: F401
-                        unfold)
+                        max_pool2d, unfold)
 from ..ops.composite import (binary_cross_entropy, cosine_similarity, elu, glu,  # noqa: F401
                              hardtanh, huber_loss, kl_div, l1_loss, leaky_relu, logsigmoid, mish,
                              normalize, relu6, rms_norm, silu, smooth_l1_loss, softplus)
@@ -29,15 +27,3 @@ from ..ops.norm import batch_norm, layer_norm  # noqa: F401
 from ..ops.random import dropout  # noqa: F401
 from ..ops.softmax import log_softmax, softmax  # noqa: F401
 from ..ops.attention import causal_mask, padding_mask, scaled_dot_product_attention  # noqa: F401
-
-
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
-               return_indices=False):
-    """ops/conv.py's max_pool2d, also for uint8 and int32 images (as PyTorch): pooled as int64
-    (a maximum is one of the values, so nothing wraps) and given back in their dtype."""
-    if getattr(getattr(input, "dtype", None), "in_int64", False):
-        out = _conv.max_pool2d(input.long(), kernel_size, stride, padding, dilation, ceil_mode,
-                               return_indices)
-        return (out[0].to(input.dtype), out[1]) if return_indices else out.to(input.dtype)
-    return _conv.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
-                            return_indices)

@@ -341,11 +341,11 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     defaults to kernel_size; padding counts as -inf); with return_indices also the position
     h*W + w of each maximum (int64), as PyTorch."""
     op = "max_pool2d"
-    x = _pool_input(op, input, (_dt.int64,))
-    if x.dtype is _dt.int64:
+    x = _pool_input(op, input, (_dt.int64, _dt.int32, _dt.uint8))
+    if not x.dtype.is_floating_point:   # a maximum is one of the values: nothing rounds or wraps
         out = max_pool2d(input.double(), kernel_size, stride, padding, dilation, ceil_mode,
                          return_indices)
-        return (out[0].long(), out[1]) if return_indices else out.long()
+        return (out[0].to(x.dtype), out[1]) if return_indices else out.to(x.dtype)
     stride = kernel_size if stride is None or stride in ([], ()) else stride
     geo = _Geometry(op, x.shape[2], x.shape[3], kernel_size, stride, padding, dilation, ceil_mode)
     _check_pool_padding(op, geo)
