@@ -123,12 +123,12 @@ def test_packed_binary_and_scalar_kernels_match_the_formula(tc):
 @pytest.mark.parametrize("tc", ["f", "d"])
 def test_packed_unary_kernels_match_the_formula(tc):
     """unary_packed / unary_backward (own loops for relu, exp, sigmoid, neg, tanh') against
-    _unary_value / _unary_derivative, and the strided unary kernel."""
+    UNARY_FORMULAS (unary_value / unary_derivative, read in Python), and the strided kernel."""
     rng = random.Random(1)
     n = 41
     xs = [rng.uniform(-4, 4) for _ in range(n)] + [0.0, -0.0, 50.0, -50.0]
     n = len(xs)
-    value, deriv = _py(KE._unary_value), _py(KE._unary_derivative)
+    value, deriv = KE.unary_value, KE.unary_derivative
     g = _buf(tc, [rng.uniform(-1, 1) for _ in range(n)])
     for op in range(14):
         p1, p2 = (-1.0, 2.0) if op == KE.CLAMP else (1.5, 0.0)

@@ -9,19 +9,20 @@ has stride 0. The op layer (ops/_launch.py) first merges dimensions that are con
 operand, so the common case (same shape, contiguous) arrives as ``n0 = n1 = n2 = 1`` and one long
 inner loop -- or as a *packed* call on whole buffers.
 
-The formulas are written once. Each unary op has its value ``y = f(x)`` in `_unary_value` and its
-derivative ``dy/dx`` (given ``x`` and ``y``) in `_unary_derivative`, side by side; each binary op its
-value in `_binary_value`. Adding an activation is one op code and one line in each table.
+The formulas are written once. Each unary op has its value ``y = f(x)`` and its derivative ``dy/dx``
+(given ``x`` and ``y``) side by side in the table `UNARY_FORMULAS`; each binary op its value in
+`_binary_value`. Adding an activation is one op code and one entry in the table.
 
-Two tiers (kernels/tiers.py) run these formulas:
+Each unary kernel is compiled once per op: `numba.literally(op)` makes the op code a compile-time
+constant, `unary_value(op, ...)` then picks that op's formula while numba types the kernel, and the
+loop body is the one formula, which LLVM turns into vector instructions (8-16 elements at a time).
+Nothing is copied per op: the factory is the compiler. Two tiers (kernels/tiers.py) run them:
 
-- reference: plain loops that ask "which op?" for every element (`unary_packed_reference`: one
-  loop, one call of `_unary_value`). Read these.
-- fast: the same loops, compiled once per op. `numba.literally(op)` makes the op code a
-  compile-time constant, so the `if op == ...` chain folds away and the loop body is the op's one
-  formula, which LLVM turns into vector instructions (8-16 elements at a time). Nothing is copied
-  per op: the factory is the compiler. Strided rows that are contiguous go to the same loops as
-  slices.
+- reference: plain loops over the formulas (`unary_packed_reference`), and binary maps that ask
+  "which op?" for every element (`binary_packed_reference`). Read these.
+- fast: the same loops with float32's own GELU, and binary maps compiled per op as the unary ones
+  (there the ``if op == ...`` chain of `_binary_value` folds away). Strided rows that are
+  contiguous go to the same loops as slices.
 
 Op codes are plain ints in three ranges that cannot collide (unary 0.., binary 100.., comparison
 200..), because numba compiles comparisons of ints into the loops.
@@ -106,95 +107,111 @@ def _sigmoid(x):
     return 1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e)
 
 
-@inline
-def _unary_value(op, x, p1, p2):
-    if op == NEG:
-        return -x
-    if op == ABS:
-        return abs(x)
-    if op == EXP:
-        return _exp(x)
-    if op == LOG:
-        return math.log(x) if x > 0.0 else (-math.inf if x == 0.0 else math.nan)
-    if op == SQRT:
-        return math.sqrt(x) if x >= 0.0 else math.nan
-    if op == TANH:
-        return math.tanh(x)
-    if op == SIGMOID:
-        return _sigmoid(x)
-    if op == RELU:  # max(x, 0); NaN and -0.0 pass through, as in PyTorch
-        return 0.0 if x < 0.0 else x
-    if op == GELU:  # x * Phi(x), Phi the standard normal CDF: (1 + erf(x/sqrt 2)) / 2, written
-        return 0.5 * x * math.erfc(-x / _SQRT_2)  # with erfc, exact also where erf is near -1
-    if op == GELU_TANH:  # the tanh approximation of GELU
-        return 0.5 * x * (1.0 + math.tanh(_GELU_C * (x + 0.044715 * x * x * x)))
-    if op == CLAMP:  # p1 = min, p2 = max (+-inf when absent)
-        return min(max(x, p1), p2)
-    if op == POW:  # x ** p1
-        return _pow(x, p1)
-    if op == SIN:
-        return math.sin(x)
-    if op == FLOOR:
-        return _floor(x)
-    if op == CEIL:
-        return -_floor(-x)
-    if op == TRUNC:
-        return _floor(x) if x >= 0.0 else -_floor(-x)
-    if op == ROUND:  # half to even, as PyTorch (and Python's round)
-        return _round_half_even(x)
-    if op == LOG1P:
-        return math.log1p(x) if x > -1.0 else (-math.inf if x == -1.0 else math.nan)
-    if op == EXPM1:
-        return math.expm1(x) if x < 709.0 else math.inf
-    if op == ERF:
-        return math.erf(x)
-    if op == ATAN:
-        return math.atan(x)
-    return math.cos(x)  # COS
+# Unary ops: op code -> (value y = f(x), derivative dy/dx at x, given y = f(x): many derivatives
+# are cheaper in terms of y, as tanh' = 1 - y^2). p1, p2 are the op's float parameters (clamp's
+# bounds, pow's exponent); the other ops ignore them.
+UNARY_FORMULAS = {
+    NEG: (lambda x, p1, p2: -x,
+          lambda x, y, p1, p2: -1.0),
+    ABS: (lambda x, p1, p2: abs(x),
+          lambda x, y, p1, p2: 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)),
+    EXP: (lambda x, p1, p2: _exp(x),
+          lambda x, y, p1, p2: y),
+    LOG: (lambda x, p1, p2: math.log(x) if x > 0.0 else (-math.inf if x == 0.0 else math.nan),
+          lambda x, y, p1, p2: _div(1.0, x)),
+    SQRT: (lambda x, p1, p2: math.sqrt(x) if x >= 0.0 else math.nan,
+           lambda x, y, p1, p2: _div(0.5, y)),
+    TANH: (lambda x, p1, p2: math.tanh(x),
+           lambda x, y, p1, p2: 1.0 - y * y),
+    SIGMOID: (lambda x, p1, p2: _sigmoid(x),
+              lambda x, y, p1, p2: y * (1.0 - y)),
+    # max(x, 0): NaN and -0.0 pass through, as in PyTorch
+    RELU: (lambda x, p1, p2: 0.0 if x < 0.0 else x,
+           lambda x, y, p1, p2: 1.0 if x > 0.0 else 0.0),
+    # x * Phi(x), Phi the standard normal CDF: (1 + erf(x/sqrt 2)) / 2, written with erfc, exact
+    # also where erf is near -1; the derivative is Phi(x) + x * phi(x)
+    GELU: (lambda x, p1, p2: 0.5 * x * math.erfc(-x / _SQRT_2),
+           lambda x, y, p1, p2: (0.5 * math.erfc(-x / _SQRT_2)
+                                 + x * _INV_SQRT_2PI * math.exp(-0.5 * x * x))),
+    # the tanh approximation of GELU
+    GELU_TANH: (lambda x, p1, p2: 0.5 * x * (1.0 + math.tanh(_GELU_C * (x + 0.044715 * x * x * x))),
+                lambda x, y, p1, p2: _gelu_tanh_derivative(x)),
+    # p1 = min, p2 = max (+-inf when absent); the gradient flows where x was inside [min, max]
+    CLAMP: (lambda x, p1, p2: min(max(x, p1), p2),
+            lambda x, y, p1, p2: 1.0 if (x >= p1 and x <= p2) else 0.0),
+    # x ** p1
+    POW: (lambda x, p1, p2: _pow(x, p1),
+          lambda x, y, p1, p2: 0.0 if p1 == 0.0 else p1 * _pow(x, p1 - 1.0)),
+    SIN: (lambda x, p1, p2: math.sin(x),
+          lambda x, y, p1, p2: math.cos(x)),
+    COS: (lambda x, p1, p2: math.cos(x),
+          lambda x, y, p1, p2: -math.sin(x)),
+    # piecewise constant: the gradient is 0 (as PyTorch's)
+    FLOOR: (lambda x, p1, p2: _floor(x),
+            lambda x, y, p1, p2: 0.0),
+    CEIL: (lambda x, p1, p2: -_floor(-x),
+           lambda x, y, p1, p2: 0.0),
+    TRUNC: (lambda x, p1, p2: _floor(x) if x >= 0.0 else -_floor(-x),
+            lambda x, y, p1, p2: 0.0),
+    ROUND: (lambda x, p1, p2: _round_half_even(x),  # half to even, as PyTorch (and Python)
+            lambda x, y, p1, p2: 0.0),
+    LOG1P: (lambda x, p1, p2: math.log1p(x) if x > -1.0 else (-math.inf if x == -1.0 else math.nan),
+            lambda x, y, p1, p2: _div(1.0, 1.0 + x)),
+    EXPM1: (lambda x, p1, p2: math.expm1(x) if x < 709.0 else math.inf,
+            lambda x, y, p1, p2: y + 1.0),
+    ERF: (lambda x, p1, p2: math.erf(x),
+          lambda x, y, p1, p2: 1.1283791670955126 * math.exp(-x * x)),  # 2 / sqrt(pi) exp(-x^2)
+    ATAN: (lambda x, p1, p2: math.atan(x),
+           lambda x, y, p1, p2: 1.0 / (1.0 + x * x)),
+}
 
 
 @inline
-def _unary_derivative(op, x, y, p1, p2):
-    """dy/dx at x, where y = f(x) is already known (many derivatives are cheaper in terms of y)."""
-    if op == NEG:
-        return -1.0
-    if op == ABS:
-        return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
-    if op == EXP:
-        return y
-    if op == LOG:
-        return _div(1.0, x)
-    if op == SQRT:
-        return _div(0.5, y)
-    if op == TANH:
-        return 1.0 - y * y
-    if op == SIGMOID:
-        return y * (1.0 - y)
-    if op == RELU:
-        return 1.0 if x > 0.0 else 0.0
-    if op == GELU:  # Phi(x) + x * phi(x)
-        return 0.5 * math.erfc(-x / _SQRT_2) + x * _INV_SQRT_2PI * math.exp(-0.5 * x * x)
-    if op == GELU_TANH:
-        inner = _GELU_C * (x + 0.044715 * x * x * x)
-        t = math.tanh(inner)
-        return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _GELU_C * (1.0 + 3.0 * 0.044715 * x * x)
-    if op == CLAMP:  # the gradient flows where the input was inside [min, max] (as in PyTorch)
-        return 1.0 if (x >= p1 and x <= p2) else 0.0
-    if op == POW:
-        return 0.0 if p1 == 0.0 else p1 * _pow(x, p1 - 1.0)
-    if op == SIN:
-        return math.cos(x)
-    if op == FLOOR or op == CEIL or op == TRUNC or op == ROUND:
-        return 0.0       # piecewise constant (PyTorch's gradient is 0 too)
-    if op == LOG1P:
-        return _div(1.0, 1.0 + x)
-    if op == EXPM1:
-        return y + 1.0
-    if op == ERF:  # 2 / sqrt(pi) exp(-x^2)
-        return 1.1283791670955126 * math.exp(-x * x)
-    if op == ATAN:  # 1 / (1 + x^2)
-        return 1.0 / (1.0 + x * x)
-    return -math.sin(x)  # COS
+def _gelu_tanh_derivative(x):
+    inner = _GELU_C * (x + 0.044715 * x * x * x)
+    t = math.tanh(inner)
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _GELU_C * (1.0 + 3.0 * 0.044715 * x * x)
+
+
+def _formulas(table):
+    """`value(op, x, p1, p2)` and `derivative(op, x, y, p1, p2)` of the unary ops in `table`.
+
+    Interpreted, they look the op up in the table for every element. Compiled, `op` must be a
+    compile-time constant (the kernels say ``literally(op)``): the lookup then happens once, while
+    numba types the kernel, and the kernel's loop is compiled from that op's formula alone, which
+    LLVM vectorises. (An ``if op == ...`` chain over all ops, folded after numba had inlined every
+    branch, cost 4.7 s of compiling per op; this costs about 0.3 s.)"""
+    compiled = {}
+
+    def pick(op, which):
+        if not isinstance(op, types.IntegerLiteral):
+            raise TypeError("unary kernels: the op code must be a compile-time constant "
+                            "(numba.literally(op) in the kernel)")
+        key = (op.literal_value, which)
+        if key not in compiled:
+            compiled[key] = inline(table[op.literal_value][which])
+        return compiled[key]
+
+    def value(op, x, p1, p2):
+        return table[op][0](x, p1, p2)
+
+    def derivative(op, x, y, p1, p2):
+        return table[op][1](x, y, p1, p2)
+
+    @overload(value, inline="always", prefer_literal=True)
+    def _value_jit(op, x, p1, p2):
+        f = pick(op, 0)
+        return lambda op, x, p1, p2: f(x, p1, p2)
+
+    @overload(derivative, inline="always", prefer_literal=True)
+    def _derivative_jit(op, x, y, p1, p2):
+        f = pick(op, 1)
+        return lambda op, x, y, p1, p2: f(x, y, p1, p2)
+
+    return value, derivative
+
+
+unary_value, unary_derivative = _formulas(UNARY_FORMULAS)
 
 
 @inline
@@ -305,27 +322,30 @@ def _compare_value(op, a, b):
 @kernel
 def unary_packed_reference(op, p1, p2, x, out, n):
     """out[i] = f(x[i]) for contiguous x and out of n elements."""
+    literally(op)  # compiled once per op (see `_formulas`)
     for i in range(n):
-        out[i] = _unary_value(op, x[i], p1, p2)
+        out[i] = unary_value(op, x[i], p1, p2)
 
 
 @kernel
 def unary_backward_reference(op, p1, p2, g, x, y, out, n):
     """out[i] = g[i] * f'(x[i]), given y = f(x); all contiguous, n elements."""
+    literally(op)
     for i in range(n):
-        out[i] = g[i] * _unary_derivative(op, x[i], y[i], p1, p2)
+        out[i] = g[i] * unary_derivative(op, x[i], y[i], p1, p2)
 
 
 @kernel
 def unary(op, p1, p2, x, x_off, xs0, xs1, xs2, xs3, out, n0, n1, n2, n3):
     """out = f(x) elementwise; x a strided 4-d view, out contiguous (n0, n1, n2, n3)."""
+    literally(op)
     o = 0
     for i0 in range(n0):
         for i1 in range(n1):
             for i2 in range(n2):
                 px = x_off + i0 * xs0 + i1 * xs1 + i2 * xs2
                 for i3 in range(n3):
-                    out[o + i3] = _unary_value(op, x[px + i3 * xs3], p1, p2)
+                    out[o + i3] = unary_value(op, x[px + i3 * xs3], p1, p2)
                 o += n3
 
 
@@ -561,32 +581,26 @@ def _normal_cdf_jit(x):
     return lambda x: 0.5 * math.erfc(-x / _SQRT_2)
 
 
-@inline
-def _unary_value_fast(op, x, p1, p2):
-    if op == GELU:
-        return x * normal_cdf(x)
-    return _unary_value(op, x, p1, p2)
-
-
-@inline
-def _unary_derivative_fast(op, x, y, p1, p2):
-    if op == GELU:  # Phi(x) + x * phi(x)
-        return normal_cdf(x) + x * _INV_SQRT_2PI * _exp(-0.5 * x * x)
-    return _unary_derivative(op, x, y, p1, p2)
+# The fast tier's table: GELU through the float32 normal CDF above, the rest as defined.
+UNARY_FORMULAS_FAST = dict(UNARY_FORMULAS)
+UNARY_FORMULAS_FAST[GELU] = (
+    lambda x, p1, p2: x * normal_cdf(x),
+    lambda x, y, p1, p2: normal_cdf(x) + x * _INV_SQRT_2PI * _exp(-0.5 * x * x))  # Phi + x phi
+unary_value_fast, unary_derivative_fast = _formulas(UNARY_FORMULAS_FAST)
 
 
 @kernel
 def unary_packed_fast(op, p1, p2, x, out, n):
     literally(op)  # one compiled loop per op: its body is that op's formula, vectorised
     for i in range(n):
-        out[i] = _unary_value_fast(op, x[i], p1, p2)
+        out[i] = unary_value_fast(op, x[i], p1, p2)
 
 
 @kernel
 def unary_backward_fast(op, p1, p2, g, x, y, out, n):
     literally(op)
     for i in range(n):
-        out[i] = g[i] * _unary_derivative_fast(op, x[i], y[i], p1, p2)
+        out[i] = g[i] * unary_derivative_fast(op, x[i], y[i], p1, p2)
 
 
 @kernel
@@ -699,8 +713,8 @@ _STRIDED = "T i i i i i T i i i i i i i i i"
 register(
     globals(),
     reference=dict(
-        UNARY_PACKED=by_typecode(unary_packed_reference, "L f f T T i", literal=False),
-        UNARY_BACKWARD=by_typecode(unary_backward_reference, "L f f T T T T i", literal=False),
+        UNARY_PACKED=by_typecode(unary_packed_reference, "L f f T T i"),
+        UNARY_BACKWARD=by_typecode(unary_backward_reference, "L f f T T T T i"),
         BINARY_PACKED=by_typecode(binary_packed_reference, "L T T T i", literal=False),
         BINARY_SCALAR_PACKED=by_typecode(binary_scalar_packed_reference, "L T S b T i",
                                          literal=False),
@@ -719,7 +733,7 @@ register(
     ),
 )
 # One version, plain loops, in both tiers:
-UNARY = by_typecode(unary, "i f f T i i i i i T i i i i")
+UNARY = by_typecode(unary, "L f f T i i i i i T i i i i")
 BINARY_SCALAR = by_typecode(binary_scalar, "i T i i i i i S b T i i i i")
 COMPARE = by_typecode(compare, "i T i i i i i T i i i i i @B i i i i")
 BITWISE = by_typecode(bitwise, "i T T T i")

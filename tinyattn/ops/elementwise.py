@@ -45,7 +45,7 @@ def _floating(op, x):
 class Unary(Function):
     """y = f(x) elementwise for f in exp, log, sqrt, tanh, sigmoid, relu, gelu, abs, clamp, pow, ...
 
-    dx = g * f'(x); f and f' sit side by side in kernels/elementwise.py (_unary_value/_derivative)."""
+    dx = g * f'(x); f and f' sit side by side in kernels/elementwise.py (UNARY_FORMULAS)."""
 
     reads_inputs = False  # backward reads only what forward saved, or nothing
 
@@ -56,7 +56,7 @@ class Unary(Function):
             KE.UNARY_PACKED[x.dtype.typecode, op](op, p1, p2, x._data, out._data, len(out._data))
         else:
             shape4, (vx,) = views4(x.shape, x)
-            KE.UNARY[x.dtype.typecode](op, p1, p2, *vx, out._data, *shape4)
+            KE.UNARY[x.dtype.typecode, op](op, p1, p2, *vx, out._data, *shape4)
         if ctx.needs_input_grad:  # building a graph: keep what backward needs
             ctx.op_name = _UNARY_NAMES[op]
             ctx.save_for_backward(x, out.detach())
