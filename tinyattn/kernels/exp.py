@@ -218,8 +218,11 @@ def exp_float32_nonpositive(x):
         return x
     if x < f32(-86.6):
         return f32(0.0)
-    k = float32_bits(x * f32(1.4426950408889634) + f32(12582912.0)) - 0x4B400000  # round(x/ln 2)
-    kf = f32(k)
+    t = float32_bits(x * f32(1.4426950408889634) + f32(12582912.0))  # 1.5 * 2^23: as in exp
+    k = t - 0x4B400000                           # round(x / ln 2), read from the float's bits
+    kf = bits_float32(t) - f32(12582912.0)       # the same as a float, without converting k:
+    # numba's integers are int64, and AVX2 has no vector int64 -> float conversion (AVX-512 has),
+    # so f32(k) made this loop scalar on AVX2 CPUs (exp of 262k floats: 346 -> 158 us on Zen 3)
     r = (x - kf * f32(0.693359375)) - kf * f32(-2.12194440e-4)  # ln 2 = hi + lo, hi exact * k
     p = f32(1.0 / 720.0)
     p = p * r + f32(1.0 / 120.0)
