@@ -4,6 +4,7 @@ softmax kernels against the general (O, R, I) kernel and plain-Python formulas.
 Runs compiled and with NUMBA_DISABLE_JIT=1 (where the bit casts are the struct-based twins)."""
 import math
 import random
+import re
 import struct
 from array import array
 
@@ -162,15 +163,28 @@ def test_order_key_orders_like_the_floats():
 
 
 def test_order_key32_orders_like_the_float32s():
-    # the int32 keys of the float32 row maxima (kernels/flash.py): order and round trip
-    twin_key = KX.order_key32.py_func if JIT else KX.order_key32
-    twin_back = KX.from_order_key32.py_func if JIT else KX.from_order_key32
+    # the int32 keys of the float32 row maxima (softmax, kernels/flash.py): order and round trip,
+    # in Python and compiled (LLVM int32 ops there, kernels/exp.py's _order_key32)
     vals = sorted([-math.inf, -3.0e38, -2.5, -1e-40, -0.0, 0.0, 1e-40, 3.0, 3.0e38, math.inf])
     vals = [KX.bits_float32(KX.float32_bits(v)) for v in vals]     # exactly float32
-    keys = [twin_key(v) for v in vals]
+    keys = [KX.order_key32(v) for v in vals]
     assert keys == sorted(keys) and len(set(keys)) == len(keys)
-    assert [twin_back(k) for k in keys] == vals
-    assert twin_key(math.nan) > twin_key(math.inf)          # NaN (sign bit clear) wins a maximum
+    assert all(-2 ** 31 <= k < 2 ** 31 for k in keys)
+    assert [KX.from_order_key32(k) for k in keys] == vals
+    assert KX.order_key32(math.nan) > KX.order_key32(math.inf)  # NaN (sign bit clear) wins a max
+    if JIT:
+        x = _buf("f", vals)
+        got_keys, back = _buf("q", [0] * len(vals)), _buf("f", [0.0] * len(vals))
+        _keys_and_back(x, got_keys, back, len(vals))
+        assert list(got_keys) == keys and list(back) == vals
+
+
+@numba.njit
+def _keys_and_back(x, keys, back, n):
+    for i in range(n):
+        k = KX.order_key32(x[i])
+        keys[i] = k
+        back[i] = KX.from_order_key32(k)
 
 
 @pytest.mark.parametrize("log", [False, True])
@@ -229,3 +243,29 @@ def test_exp_float32_nonpositive_matches_exp_float32_below_88():
         want = math.exp(v)
         assert abs(got - want) <= 3e-7 * want, v
         assert abs(twin(v) - want) <= 3e-7 * want, v
+
+
+@pytest.mark.jit_only
+def test_float32_row_loops_use_no_int64_vector_ops():
+    """The float32 exp and row maximum stay in 32-bit lanes: AVX2 has neither a vector int64 ->
+    float conversion nor a 64-bit integer maximum, and either made these loops scalar (or 4 lanes
+    of compare-and-blend) on AVX2-only CPUs, while AVX-512 machines hid it. Checked in the LLVM IR,
+    which names the types whatever CPU the suite runs on."""
+
+    @numba.njit(fastmath={"reassoc", "contract"}, error_model="numpy")
+    def exp_and_max(x, out, n):
+        k = KX.order_key32(x[0])
+        for i in range(n):
+            k = max(k, KX.order_key32(x[i]))
+        for i in range(n):
+            out[i] = KX.exp_float32_nonpositive(x[i])
+        return KX.from_order_key32(k)
+
+    x = _buf("f", [-3.0, -0.5, -1e-3, 0.0, -20.0, -90.0, -2.0, -7.0, -1.0])
+    out = _buf("f", [0.0] * len(x))
+    assert exp_and_max(x, out, len(x)) == 0.0
+    assert all(abs(o - math.exp(v)) <= 1e-6 * math.exp(v) for o, v in zip(out, x) if v > -86)
+    ir = exp_and_max.inspect_llvm(exp_and_max.signatures[0])
+    assert "sitofp" not in ir                              # no integer -> float conversion at all
+    assert not re.search(r"(icmp s[gl][te]|smax|smin)[^\n]*i64>", ir)    # no int64 vector maximum
+    assert re.search(r"(icmp sgt|smax)[^\n]*<\d+ x i32>", ir)             # a vectorised int32 one
