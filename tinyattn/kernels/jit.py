@@ -86,8 +86,12 @@ class by_typecode(dict):
     ``(typecode, op)`` and each entry is compiled with that op as a compile-time constant
     (`numba.literally` in the kernel), so its loop body is the one formula of that op and LLVM
     vectorises it. With ``literal=False`` the same key compiles one generic entry for every op (the
-    reference tier: the op is tested per element). Interpreted (``NUMBA_DISABLE_JIT=1``) every entry
-    is the plain Python function: the fast path's twin.
+    reference tier: the op is tested per element). ``K`` is a flag the same way (a bool, keyed
+    after the op: ``table[typecode, flag]``), and ``F`` the flag "the buffers are float32", known
+    from the typecode: both are compiled as constants, so each entry's loops are those of its
+    case only (softmax of 4096 rows of 64: 15% faster than with the flags tested per row).
+    Interpreted (``NUMBA_DISABLE_JIT=1``) every entry is the plain Python function: the fast
+    path's twin.
     """
 
     def __init__(self, fn, spec, literal=True):
@@ -98,7 +102,7 @@ class by_typecode(dict):
 
     def __missing__(self, key):
         fn = self.fn
-        typecode, op = key if isinstance(key, tuple) else (key, None)
+        typecode, *constants = key if isinstance(key, tuple) else (key,)
         if isinstance(fn, numba.core.dispatcher.Dispatcher):
             args = []
             for s in self.spec:
@@ -107,7 +111,12 @@ class by_typecode(dict):
                 elif s == "S":
                     args.append(numba.float64 if typecode in "fd" else numba.int64)
                 elif s == "L":
+                    op = constants.pop(0)
                     args.append(numba.types.IntegerLiteral(op) if self.literal else numba.int64)
+                elif s == "K":
+                    args.append(numba.types.BooleanLiteral(bool(constants.pop(0))))
+                elif s == "F":
+                    args.append(numba.types.BooleanLiteral(typecode == "f"))
                 else:
                     args.append({"i": numba.int64, "f": numba.float64, "b": numba.boolean}[s])
             # compile() loads the signature from the disk cache when it is there; it returns the

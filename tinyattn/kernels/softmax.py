@@ -295,7 +295,8 @@ def softmax_backward(g, y, out, O, R, I, log):
 
 # ============================================================================ the interface
 # Entry points by typecode for the op layer (see jit.by_typecode).
-_F, _B, _RF, _RB = "T T i i i b", "T T T i i i b", "T T i i i b b", "T T T i i i b b"
+# The row kernels are compiled per (typecode, log), with `log` and `single` constants (jit.py).
+_F, _B, _RF, _RB = "T T i i i b", "T T T i i i b", "T T i i i K F", "T T T i i i K F"
 register(globals(),
          reference=dict(FORWARD=by_typecode(softmax_forward_reference, _F),
                         BACKWARD=by_typecode(softmax_backward_reference, _B),

@@ -63,7 +63,7 @@ def _run(rows_kernels, kernels, typecode, buffers, O, R, I, log):
     if I != 1:  # softmax over an inner dim: the general (O, R, I) loop
         kernels[typecode](*buffers, O, R, I, log)
         return
-    kern, single = rows_kernels[typecode], typecode == "f"
+    kern, single = rows_kernels[typecode, log], typecode == "f"  # both compiled in as constants
     if O * R < PARALLEL_MIN or threads.num_threads() == 1:
         kern(*buffers, R, 0, O, log, single)
     else:
