@@ -68,16 +68,11 @@ def _near(u, w, tol):
     return u == w or (u != u and w != w) or abs(u - w) <= tol * (1 + abs(w))
 
 
-def _py(fn):
-    """The plain-Python source of a numba function (itself when interpreted)."""
-    return getattr(fn, "py_func", fn)
-
-
 @pytest.mark.parametrize("tc", ["f", "d", "q"])
 def test_packed_binary_and_scalar_kernels_match_the_formula(tc):
     """binary_packed (own loops for add/sub/mul), binary_scalar_packed, and the strided kernel
     both with contiguous rows (handed to binary_packed) and with a stride of 2 (element by
-    element) all give _binary_value's result."""
+    element) all give binary_value's result (BINARY_FORMULAS, read in Python)."""
     rng = random.Random(tc)
     n = 37
     if tc == "q":
@@ -91,7 +86,7 @@ def test_packed_binary_and_scalar_kernels_match_the_formula(tc):
         ops, s = [KE.ADD, KE.SUB, KE.MUL, KE.DIV, KE.POW2, KE.MAXIMUM, KE.MINIMUM], 1.5
     A, B = _buf(tc, a), _buf(tc, b)
     A2 = _buf(tc, [v for x in a for v in (x, 0)])  # a with a stride of 2
-    value = _py(KE._binary_value)
+    value = KE.binary_value
 
     a, b = list(A), list(B)  # the values as stored (rounded to float32 for 'f')
 

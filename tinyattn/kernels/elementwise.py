@@ -11,18 +11,18 @@ inner loop -- or as a *packed* call on whole buffers.
 
 The formulas are written once. Each unary op has its value ``y = f(x)`` and its derivative ``dy/dx``
 (given ``x`` and ``y``) side by side in the table `UNARY_FORMULAS`; each binary op its value in
-`_binary_value`. Adding an activation is one op code and one entry in the table.
+`BINARY_FORMULAS` (and, where integers need their own, `BINARY_FORMULAS_INT`). Adding an
+activation is one op code and one entry in the table.
 
-Each unary kernel is compiled once per op: `numba.literally(op)` makes the op code a compile-time
-constant, `unary_value(op, ...)` then picks that op's formula while numba types the kernel, and the
-loop body is the one formula, which LLVM turns into vector instructions (8-16 elements at a time).
-Nothing is copied per op: the factory is the compiler. Two tiers (kernels/tiers.py) run them:
+Each unary and binary kernel is compiled once per op: `numba.literally(op)` makes the op code a
+compile-time constant, `unary_value(op, ...)` / `binary_value(op, ...)` then pick that op's
+formula while numba types the kernel, and the loop body is the one formula, which LLVM turns into
+vector instructions (8-16 elements at a time). Nothing is copied per op: the factory is the
+compiler. Two tiers (kernels/tiers.py) run them:
 
-- reference: plain loops over the formulas (`unary_packed_reference`), and binary maps that ask
-  "which op?" for every element (`binary_packed_reference`). Read these.
-- fast: the same loops with float32's own GELU, and binary maps compiled per op as the unary ones
-  (there the ``if op == ...`` chain of `_binary_value` folds away). Strided rows that are
-  contiguous go to the same loops as slices.
+- reference: plain loops over the formulas (`unary_packed_reference`, `binary`). Read these.
+- fast: the same loops with float32's own GELU, and strided rows that are contiguous handed to the
+  packed loops as slices (`binary_fast`).
 
 Op codes are plain ints in three ranges that cannot collide (unary 0.., binary 100.., comparison
 200..), because numba compiles comparisons of ints into the loops.
@@ -215,29 +215,35 @@ unary_value, unary_derivative = _formulas(UNARY_FORMULAS)
 
 
 @inline
-def _binary_value(op, a, b):
-    if op == ADD:
-        return a + b
-    if op == SUB:
-        return a - b
-    if op == MUL:
-        return a * b
-    if op == DIV:
+def _remainder(a, b):
+    """a % b with the sign of the divisor, as Python and PyTorch; x % 0.0 is NaN (as PyTorch;
+    Python raises, numba gives 0)."""
+    if b == 0:
+        return _div(0.0, 0.0) * a
+    return a % b
+
+
+@inline
+def _floor_divide(a, b):
+    """a // b rounded toward -inf, as Python and PyTorch; x // 0.0 is x / 0.0."""
+    if b == 0:
         return _div(a, b)
-    if op == POW2:
-        return _pow(a, b)
-    if op == MAXIMUM:  # NaN propagates, as in PyTorch
-        return a if (a >= b or a != a) else b
-    if op == MINIMUM:
-        return a if (a <= b or a != a) else b
-    if op == ATAN2:  # the angle of the point (x=b, y=a), in (-pi, pi]
-        return math.atan2(a, b)
-    if b == 0:  # only floats get here (the op layer rejects integer division by zero): as
-        # PyTorch, x % 0.0 is NaN and x // 0.0 is x / 0.0 (Python raises, numba gives 0)
-        return _div(0.0, 0.0) * a if op == REMAINDER else _div(a, b)
-    if op == REMAINDER:  # Python's (and PyTorch's) remainder takes the sign of the divisor
-        return a % b
-    return a // b  # FLOOR_DIVIDE: rounds toward -inf, as Python and PyTorch
+    return a // b
+
+
+# Binary ops: op code -> a (op) b, for float operands (integers: `BINARY_FORMULAS_INT` below).
+BINARY_FORMULAS = {
+    ADD: lambda a, b: a + b,
+    SUB: lambda a, b: a - b,
+    MUL: lambda a, b: a * b,
+    DIV: lambda a, b: _div(a, b),
+    POW2: lambda a, b: _pow(a, b),
+    MAXIMUM: lambda a, b: a if (a >= b or a != a) else b,  # NaN propagates, as in PyTorch
+    MINIMUM: lambda a, b: a if (a <= b or a != a) else b,
+    ATAN2: lambda a, b: math.atan2(a, b),  # the angle of the point (x=b, y=a), in (-pi, pi]
+    REMAINDER: lambda a, b: _remainder(a, b),
+    FLOOR_DIVIDE: lambda a, b: _floor_divide(a, b),
+}
 
 
 @kernel
@@ -253,46 +259,48 @@ def _int_pow(a, b):
     return r
 
 
-@inline
-def _binary_value_int(op, a, b):
-    # `_binary_value` for integer operands, returning integers: numba gives a function one return
-    # type, and the float branches above (nan, inf, a / b) would make every integer result a
-    # float64, which rounds products past 2**53 (int64 and wrapped int32 arithmetic must be exact).
-    # DIV and ATAN2 never get here: the op layer computes them in floats.
-    if op == ADD:
-        return a + b
-    if op == SUB:
-        return a - b
-    if op == MUL:
-        return a * b
-    if op == POW2:           # b >= 0 here (ops/elementwise.py _integer_pow)
-        return _int_pow(a, b)
-    if op == MAXIMUM:
-        return a if a >= b else b
-    if op == MINIMUM:
-        return a if a <= b else b
-    if op == REMAINDER:      # b != 0 here (the op layer raises for integer division by zero)
-        return a % b
-    return a // b            # FLOOR_DIVIDE
+# Integer operands give integers: numba gives a function one return type, and the float formulas'
+# NaN and inf (x % 0.0, x // 0.0, a ** -1) would make every integer result a float64, which rounds
+# products past 2**53 (int64 and wrapped int32 arithmetic must be exact). The op layer raises for
+# integer division by zero, takes b >= 0 for powers (ops/elementwise.py _integer_pow), and
+# computes DIV and ATAN2 in floats.
+BINARY_FORMULAS_INT = dict(BINARY_FORMULAS)
+BINARY_FORMULAS_INT.update({
+    POW2: lambda a, b: _int_pow(a, b),
+    REMAINDER: lambda a, b: a % b,
+    FLOOR_DIVIDE: lambda a, b: a // b,
+})
 
 
 def binary_value(op, a, b):
-    """a (op) b: `_binary_value_int` when both are integers, else `_binary_value`.
+    """a (op) b. Compiled, `op` must be a compile-time constant (``literally(op)`` in the kernel),
+    and the formula is picked while numba types the kernel, as `unary_value` does (an ``if op ==
+    ...`` chain over every op cost 1.2 s more to compile per kernel).
 
     Interpreted, Python's integers do not overflow: an integer result is wrapped to int64 here, as
     the compiled loop's int64 arithmetic wraps (and a power is taken mod 2**64, never in full)."""
     if type(a) is int and type(b) is int:
-        v = pow(a, b, 1 << 64) if op == POW2 else _binary_value(op, a, b)
+        v = pow(a, b, 1 << 64) if op == POW2 else BINARY_FORMULAS_INT[op](a, b)
         v &= 0xFFFFFFFFFFFFFFFF
         return v - (1 << 64) if v >= 1 << 63 else v
-    return _binary_value(op, a, b)
+    return BINARY_FORMULAS[op](a, b)
 
 
-@overload(binary_value)
+_binary_compiled = {}
+
+
+@overload(binary_value, prefer_literal=True)
 def _binary_value_jit(op, a, b):
-    if isinstance(a, types.Integer) and isinstance(b, types.Integer):
-        return lambda op, a, b: _binary_value_int(op, a, b)
-    return lambda op, a, b: _binary_value(op, a, b)
+    if not isinstance(op, types.IntegerLiteral):
+        raise TypeError("binary kernels: the op code must be a compile-time constant "
+                        "(numba.literally(op) in the kernel)")
+    ints = isinstance(a, types.Integer) and isinstance(b, types.Integer)
+    key = (op.literal_value, ints)
+    if key not in _binary_compiled:
+        table = BINARY_FORMULAS_INT if ints else BINARY_FORMULAS
+        _binary_compiled[key] = inline(table[op.literal_value])
+    f = _binary_compiled[key]
+    return lambda op, a, b: f(a, b)
 
 
 @inline
@@ -352,6 +360,7 @@ def unary(op, p1, p2, x, x_off, xs0, xs1, xs2, xs3, out, n0, n1, n2, n3):
 @kernel
 def binary_packed_reference(op, a, b, out, n):
     """out[i] = a[i] (op) b[i] for contiguous a, b, out of n elements."""
+    literally(op)  # compiled once per op (see binary_value)
     for i in range(n):
         out[i] = binary_value(op, a[i], b[i])
 
@@ -359,6 +368,7 @@ def binary_packed_reference(op, a, b, out, n):
 @kernel
 def binary(op, a, a_off, as0, as1, as2, as3, b, b_off, bs0, bs1, bs2, bs3, out, n0, n1, n2, n3):
     """out = a (op) b with broadcasting by zero strides; out contiguous (n0, n1, n2, n3)."""
+    literally(op)
     o = 0
     for i0 in range(n0):
         for i1 in range(n1):
@@ -373,6 +383,7 @@ def binary(op, a, a_off, as0, as1, as2, as3, b, b_off, bs0, bs1, bs2, bs3, out, 
 @kernel
 def binary_scalar_packed_reference(op, a, s, reverse, out, n):
     """out[i] = a[i] (op) s, or s (op) a[i] when `reverse`; contiguous a and out of n elements."""
+    literally(op)
     for i in range(n):
         if reverse:
             out[i] = binary_value(op, s, a[i])
@@ -383,6 +394,7 @@ def binary_scalar_packed_reference(op, a, s, reverse, out, n):
 @kernel
 def binary_scalar(op, a, a_off, as0, as1, as2, as3, s, reverse, out, n0, n1, n2, n3):
     """out = a (op) s, or s (op) a when `reverse`; s a Python number (no 1-element buffer needed)."""
+    literally(op)
     o = 0
     for i0 in range(n0):
         for i1 in range(n1):
@@ -715,10 +727,9 @@ register(
     reference=dict(
         UNARY_PACKED=by_typecode(unary_packed_reference, "L f f T T i"),
         UNARY_BACKWARD=by_typecode(unary_backward_reference, "L f f T T T T i"),
-        BINARY_PACKED=by_typecode(binary_packed_reference, "L T T T i", literal=False),
-        BINARY_SCALAR_PACKED=by_typecode(binary_scalar_packed_reference, "L T S b T i",
-                                         literal=False),
-        BINARY=by_typecode(binary, "L T i i i i i T i i i i i T i i i i", literal=False),
+        BINARY_PACKED=by_typecode(binary_packed_reference, "L T T T i"),
+        BINARY_SCALAR_PACKED=by_typecode(binary_scalar_packed_reference, "L T S b T i"),
+        BINARY=by_typecode(binary, "L T i i i i i T i i i i i T i i i i"),
         COPY_SAME=by_typecode(copy, _STRIDED),
         ADD_ROW_VECTOR=by_typecode(add_row_vector_reference, "T T i i"),
     ),
@@ -734,7 +745,7 @@ register(
 )
 # One version, plain loops, in both tiers:
 UNARY = by_typecode(unary, "L f f T i i i i i T i i i i")
-BINARY_SCALAR = by_typecode(binary_scalar, "i T i i i i i S b T i i i i")
+BINARY_SCALAR = by_typecode(binary_scalar, "L T i i i i i S b T i i i i")
 COMPARE = by_typecode(compare, "i T i i i i i T i i i i i @B i i i i")
 BITWISE = by_typecode(bitwise, "i T T T i")
 WHERE = by_typecode(where, "@B i i i i i T i i i i i T i i i i i T i i i i")

@@ -467,7 +467,7 @@ class ScalarOp(Function):
                                                       len(out._data))
         else:
             shape4, (vx,) = views4(x.shape, x)
-            KE.BINARY_SCALAR[x.dtype.typecode](op, *vx, c, reverse, out._data, *shape4)
+            KE.BINARY_SCALAR[x.dtype.typecode, op](op, *vx, c, reverse, out._data, *shape4)
         if ctx.needs_input_grad:
             ctx.op_name = _BINARY_NAMES[op].capitalize()
             if op == KE.DIV and reverse or op == KE.POW2:
