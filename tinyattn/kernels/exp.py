@@ -235,61 +235,45 @@ def exp_float32_nonpositive(x):
     return p * bits_float32((k + 126) << 23) * f32(2.0)  # 2^(k-1) * 2: k = 128 stays finite
 
 
-def order_key32(x):
-    """`order_key` for float32 data: an int32 that orders like the float32 x, so that a running
-    maximum over a float32 row vectorises with 8 lanes per AVX2 instruction (16 with AVX-512)
-    instead of 4 (8).
+def flip32(b):
+    """b ^ ((b >> 31) & 0x7FFFFFFF) for an int32 b: the other 31 bits flipped when the sign bit is
+    set. Maps float32 bits to order keys and back (it is its own inverse).
 
-    Compiled, it is LLVM's 32-bit integer ops (`_order_key32`): numba computes with int64
-    whatever the operands' width, and AVX2 has no 64-bit integer maximum, so the same formula in
-    numba ran the running maximum 4 lanes at a time through compare-and-blend (vpcmpgtq)."""
-    b = float32_bits(x)
+    Compiled, it is LLVM's 32-bit integer ops (`_flip32`): numba computes with int64 whatever the
+    operands' width, and AVX2 has no 64-bit integer maximum, so the same formula in numba ran a
+    running maximum of keys 4 lanes at a time through compare-and-blend (vpcmpgtq)."""
     return b ^ ((b >> 31) & 0x7FFFFFFF)
 
 
+@intrinsic
+def _flip32(typingctx, b):
+    if not isinstance(b, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        i32t = ir.IntType(32)
+        b = context.cast(builder, args[0], signature.args[0], types.int32)
+        sign = builder.ashr(b, ir.Constant(i32t, 31))
+        return builder.xor(b, builder.and_(sign, ir.Constant(i32t, 0x7FFFFFFF)))
+
+    return types.int32(b), codegen
+
+
+@overload(flip32)
+def _flip32_jit(b):
+    if isinstance(b, types.Integer):
+        return lambda b: _flip32(b)
+
+
+@inline
+def order_key32(x):
+    """`order_key` for float32 data: an int32 that orders like the float32 x, so that a running
+    maximum over a float32 row vectorises with 8 lanes per AVX2 instruction (16 with AVX-512)
+    instead of 4 (8): float32_bits, flip32 and the maximum all stay 32-bit."""
+    return flip32(float32_bits(x))
+
+
+@inline
 def from_order_key32(k):
     """The float32 whose order_key32 is k (a Python float when interpreted)."""
-    return bits_float32(k ^ ((k >> 31) & 0x7FFFFFFF))
-
-
-def _flip_low_bits_if_negative(builder, b):
-    """b ^ ((b >> 31) & 0x7FFFFFFF) on an LLVM i32: order_key32's map, which is its own inverse."""
-    i32t = ir.IntType(32)
-    sign = builder.ashr(b, ir.Constant(i32t, 31))
-    return builder.xor(b, builder.and_(sign, ir.Constant(i32t, 0x7FFFFFFF)))
-
-
-@intrinsic
-def _order_key32(typingctx, x):
-    if not isinstance(x, types.Float):
-        return None
-
-    def codegen(context, builder, signature, args):
-        value = context.cast(builder, args[0], signature.args[0], types.float32)
-        return _flip_low_bits_if_negative(builder, builder.bitcast(value, ir.IntType(32)))
-
-    return types.int32(x), codegen
-
-
-@intrinsic
-def _from_order_key32(typingctx, k):
-    if not isinstance(k, types.Integer):
-        return None
-
-    def codegen(context, builder, signature, args):
-        key = context.cast(builder, args[0], signature.args[0], types.int32)
-        return builder.bitcast(_flip_low_bits_if_negative(builder, key), ir.FloatType())
-
-    return types.float32(k), codegen
-
-
-@overload(order_key32)
-def _order_key32_jit(x):
-    if isinstance(x, types.Float):
-        return lambda x: _order_key32(x)
-
-
-@overload(from_order_key32)
-def _from_order_key32_jit(k):
-    if isinstance(k, types.Integer):
-        return lambda k: _from_order_key32(k)
+    return bits_float32(flip32(k))
