@@ -151,5 +151,5 @@ def test_idle_workers_do_not_burn_a_core(two_threads):
     import time
     _blocks_of(4)
     t0 = time.process_time()
-    time.sleep(0.3)                       # the worker spins SPIN_US (0.2 ms) of this, then sleeps
+    time.sleep(0.3)                       # the worker spins SPIN_US (5 ms) of this, then sleeps
     assert time.process_time() - t0 < 0.05
