@@ -4,7 +4,7 @@
 
 Each case is timed as the median of many runs after warm-up, taken in a few alternating rounds
 (tinyattn, PyTorch, tinyattn, ...) so that both see the same background load; a short pause
-after each PyTorch round lets its OpenMP workers stop spinning before tinyattn's threads run
+after each round lets that library's idle workers stop spinning before the other's threads run
 (they would otherwise steal a core). PyTorch uses 2 threads (``torch.set_num_threads(2)``); tinyattn uses its default (``TINYATTN_NUM_THREADS``).
 No NumPy: tinyattn's inputs are ``array.array``, PyTorch's come from ``torch.rand``.
 """
@@ -90,8 +90,9 @@ def measure(mine, theirs, rounds, budget):
     for _ in range(rounds):
         time_round(mine, n_mine, t_mine)
         if theirs:
+            time.sleep(0.02)    # let tinyattn's spinning worker (5 ms) go to sleep ...
             time_round(theirs, n_theirs, t_theirs)
-            time.sleep(0.02)    # let PyTorch's OpenMP threads go to sleep
+            time.sleep(0.02)    # ... and PyTorch's OpenMP threads (~9 ms)
     return median(t_mine), median(t_theirs)
 
 

@@ -10,8 +10,9 @@ Sections (all by default): matmul, softmax, sdpa, conv, overhead, steps, startup
 
 Each row times tinyattn and PyTorch (CPU, ``torch.set_num_threads(2)``) in this process, in
 alternating rounds (tinyattn, PyTorch, tinyattn, ...) so that both meet the same background load,
-after warm-up; the figure is the median over all timed calls. A short pause after every PyTorch
-round lets its OpenMP workers stop spinning before tinyattn's threads run. Start-up and memory
+after warm-up; the figure is the median over all timed calls. A short pause after every round
+lets the library's idle workers stop spinning (PyTorch's OpenMP ~9 ms, tinyattn's 5 ms) before
+the other library's threads run. Start-up and memory
 are measured in fresh child processes. PyTorch and micrograd are optional: without them their
 columns stay empty.
 
@@ -108,9 +109,12 @@ class Timer:
         once = max(time.perf_counter() - t0, 1e-7)
         return max(2, min(500, int(self.budget / self.rounds / once)))
 
-    def run(self, fns, inner=1, pause_after=()):
+    def run(self, fns, inner=1):
         """fns: the contenders (None entries are skipped); inner: calls per sample (for calls of
-        a few microseconds, where the clock's own cost would show). Returns medians (s/call)."""
+        a few microseconds, where the clock's own cost would show). Returns medians (s/call).
+        Every contender's round ends with a pause, longer than either library's workers spin
+        after their last job (PyTorch's OpenMP ~9 ms, tinyattn's 5 ms), so that they do not take
+        a core from the next contender's round."""
         live = [i for i, fn in enumerate(fns) if fn is not None]
         samples = {i: self.calibrate(fns[i], inner) for i in live}
         times = {i: [] for i in live}
@@ -122,7 +126,7 @@ class Timer:
                     for _ in range(inner):
                         fn()
                     ts.append((time.perf_counter() - t0) / inner)
-                if i in pause_after:
+                if len(live) > 1:
                     time.sleep(self.pause)
         return [statistics.median(times[i]) if i in times else None for i in range(len(fns))]
 
@@ -211,7 +215,7 @@ def bench_matmul(res, timer, torch, quick):
                 if b_t:
                     tb = tb.transpose(-2, -1)
                 theirs = lambda a=ta_, b=tb: torch.matmul(a, b)  # noqa: E731
-            t_ours, t_theirs = timer.run([ours, theirs], pause_after=(1,))
+            t_ours, t_theirs = timer.run([ours, theirs])
             flop = 2.0 * nb * M * N * K
             res.add("matmul", f"{dtype_name} {name}", "GFLOP/s", flop / t_ours / 1e9,
                     flop / t_theirs / 1e9 if t_theirs else None, "higher",
@@ -251,7 +255,7 @@ def bench_softmax(res, timer, torch):
                     getattr(x, fn)(-1).backward(g)
                     x.grad = None
 
-            t_ours, t_theirs = timer.run([ours, theirs], pause_after=(1,))
+            t_ours, t_theirs = timer.run([ours, theirs])
             nbytes = 5 * rows * cols * 4
             res.add("softmax", f"{fn} fwd+bwd {rows}x{cols}", "GB/s", nbytes / t_ours / 1e9,
                     nbytes / t_theirs / 1e9 if t_theirs else None, "higher", (">=", 1.0))
@@ -324,7 +328,7 @@ def bench_sdpa(res, timer, torch):
                     .backward(g)
                 q.grad = k.grad = v.grad = None
 
-        t_ours, t_theirs = timer.run([ours, theirs], pause_after=(1,))
+        t_ours, t_theirs = timer.run([ours, theirs])
         # exactness: head 0 on both tiers
         outs = {}
         for tier in ("fast", "reference"):
@@ -375,7 +379,7 @@ def bench_conv(res, timer, torch):
                 torch.nn.functional.conv2d(x, w, b, padding=1).backward(g)
                 x.grad = w.grad = b.grad = None
 
-        t_ours, t_theirs = timer.run([ours, theirs], pause_after=(1,))
+        t_ours, t_theirs = timer.run([ours, theirs])
         flops = 3 * 2 * N * O * C * 9 * H * H
         res.add("conv", f"conv2d 3x3 fwd+bwd {N}x{C}x{H}x{H}->{O}", "GFLOP/s", flops / t_ours / 1e9,
                 flops / t_theirs / 1e9 if t_theirs else None, "higher", (">=", 0.7))
@@ -399,7 +403,7 @@ def bench_overhead(res, timer, torch):
         for name, op in ops:
             ours = lambda op=op: op(a, b)  # noqa: E731
             theirs = (lambda op=op: op(ta_, tb)) if torch is not None else None  # noqa: E731
-            t_ours, t_theirs = timer.run([ours, theirs], inner=200, pause_after=(1,))
+            t_ours, t_theirs = timer.run([ours, theirs], inner=200)
             res.add("overhead", f"4x4 {name}" + (" (inputs require grad)" if grad else ""), "us",
                     t_ours * 1e6, t_theirs * 1e6 if t_theirs else None, "lower", ("<=", 1.2))
 
@@ -552,11 +556,11 @@ def bench_steps(res, timer, torch, quick):
             ("transformer encoder classifier", transformer_step_pair, ("<=", 0.8)),   # issue 11
             ("GRU seq2seq + Bahdanau", seq2seq_step_pair, ("<=", 0.8))):
         ours, theirs = make(torch)
-        t_ours, t_theirs = step_timer.run([ours, theirs], pause_after=(1,))
+        t_ours, t_theirs = step_timer.run([ours, theirs])
         res.add("step", name, "ms", t_ours * 1e3, t_theirs * 1e3 if t_theirs else None, "lower",
                 target)
     ours, theirs, micro = mlp_step_fns(torch)
-    t_ours, t_theirs = step_timer.run([ours, theirs], inner=5, pause_after=(1,))
+    t_ours, t_theirs = step_timer.run([ours, theirs], inner=5)
     res.add("step", "MLP 2-16-16-1, 100 points", "ms", t_ours * 1e3,
             t_theirs * 1e3 if t_theirs else None, "lower", ("<", 1.0))
     if micro is not None:
@@ -667,6 +671,11 @@ def _child(code, args, env=None):
 
 def _env(**extra):
     env = dict(os.environ)
+    # Children read and write Python's bytecode cache (.pyc), as Python does by default and as a
+    # pip install leaves it. Where PYTHONDONTWRITEBYTECODE is set (some sandboxes and CI images),
+    # every start would compile tinyattn's ~80 modules from source again: 0.37 s of a 1.2 s warm
+    # start on the Zen 3, a cost no installed library pays (PyTorch's .pyc came with its wheel).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra)
     return env
