@@ -173,6 +173,23 @@ def _gelu_tanh_derivative(x):
     return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _GELU_C * (1.0 + 3.0 * 0.044715 * x * x)
 
 
+_inlined = {}   # (table, op code, which) -> that formula as a numba function inlined into kernels
+
+
+def _formula(kind, table, op, which=None):
+    """`table[op]` (or `table[op][which]`) as a numba function that is inlined where it is called,
+    made once per entry. `op` is the type numba gives the kernel's op code, which must be a
+    compile-time constant: the kernels say ``literally(op)``."""
+    if not isinstance(op, types.IntegerLiteral):
+        raise TypeError(f"{kind} kernels: the op code must be a compile-time constant "
+                        "(numba.literally(op) in the kernel)")
+    key = (id(table), op.literal_value, which)
+    if key not in _inlined:
+        f = table[op.literal_value]
+        _inlined[key] = inline(f if which is None else f[which])
+    return _inlined[key]
+
+
 def _formulas(table):
     """`value(op, x, p1, p2)` and `derivative(op, x, y, p1, p2)` of the unary ops in `table`.
 
@@ -181,16 +198,6 @@ def _formulas(table):
     numba types the kernel, and the kernel's loop is compiled from that op's formula alone, which
     LLVM vectorises. (An ``if op == ...`` chain over all ops, folded after numba had inlined every
     branch, cost 4.7 s of compiling per op; this costs about 0.3 s.)"""
-    compiled = {}
-
-    def pick(op, which):
-        if not isinstance(op, types.IntegerLiteral):
-            raise TypeError("unary kernels: the op code must be a compile-time constant "
-                            "(numba.literally(op) in the kernel)")
-        key = (op.literal_value, which)
-        if key not in compiled:
-            compiled[key] = inline(table[op.literal_value][which])
-        return compiled[key]
 
     def value(op, x, p1, p2):
         return table[op][0](x, p1, p2)
@@ -200,12 +207,12 @@ def _formulas(table):
 
     @overload(value, inline="always", prefer_literal=True)
     def _value_jit(op, x, p1, p2):
-        f = pick(op, 0)
+        f = _formula("unary", table, op, 0)
         return lambda op, x, p1, p2: f(x, p1, p2)
 
     @overload(derivative, inline="always", prefer_literal=True)
     def _derivative_jit(op, x, y, p1, p2):
-        f = pick(op, 1)
+        f = _formula("unary", table, op, 1)
         return lambda op, x, y, p1, p2: f(x, y, p1, p2)
 
     return value, derivative
@@ -286,20 +293,10 @@ def binary_value(op, a, b):
     return BINARY_FORMULAS[op](a, b)
 
 
-_binary_compiled = {}
-
-
 @overload(binary_value, prefer_literal=True)
 def _binary_value_jit(op, a, b):
-    if not isinstance(op, types.IntegerLiteral):
-        raise TypeError("binary kernels: the op code must be a compile-time constant "
-                        "(numba.literally(op) in the kernel)")
     ints = isinstance(a, types.Integer) and isinstance(b, types.Integer)
-    key = (op.literal_value, ints)
-    if key not in _binary_compiled:
-        table = BINARY_FORMULAS_INT if ints else BINARY_FORMULAS
-        _binary_compiled[key] = inline(table[op.literal_value])
-    f = _binary_compiled[key]
+    f = _formula("binary", BINARY_FORMULAS_INT if ints else BINARY_FORMULAS, op)
     return lambda op, a, b: f(a, b)
 
 

@@ -14,7 +14,7 @@ A kernel defined where numba has no file to cache it next to (the interactive in
 ``exec()`` of a string, as the tour's snippets are run) is compiled without the disk cache.
 
 While kernels compile (the first run on a machine, or after a kernel changed), a one-line message
-says so on stderr: compiling all of them takes ~10-20 s, and a silent pause looks like a hang.
+says so on stderr: compiling what a demo needs takes ~10-25 s, and a silent pause looks like a hang.
 Compiled code is cached on disk (``__pycache__``, or ``NUMBA_CACHE_DIR``), so later runs load it.
 
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
@@ -85,8 +85,7 @@ class by_typecode(dict):
     ``L`` (first argument only) is an op code the kernel specialises on: the table is then keyed by
     ``(typecode, op)`` and each entry is compiled with that op as a compile-time constant
     (`numba.literally` in the kernel), so its loop body is the one formula of that op and LLVM
-    vectorises it. With ``literal=False`` the same key compiles one generic entry for every op (the
-    reference tier: the op is tested per element). ``K`` is a flag the same way (a bool, keyed
+    vectorises it. ``K`` is a flag the same way (a bool, keyed
     after the op: ``table[typecode, flag]``), and ``F`` the flag "the buffers are float32", known
     from the typecode: both are compiled as constants, so each entry's loops are those of its
     case only (softmax of 4096 rows of 64: 15% faster than with the flags tested per row).
@@ -94,11 +93,10 @@ class by_typecode(dict):
     path's twin.
     """
 
-    def __init__(self, fn, spec, literal=True):
+    def __init__(self, fn, spec):
         super().__init__()
         self.fn = fn
         self.spec = spec.split()
-        self.literal = literal
 
     def __missing__(self, key):
         fn = self.fn
@@ -112,7 +110,7 @@ class by_typecode(dict):
                     args.append(numba.float64 if typecode in "fd" else numba.int64)
                 elif s == "L":
                     op = constants.pop(0)
-                    args.append(numba.types.IntegerLiteral(op) if self.literal else numba.int64)
+                    args.append(numba.types.IntegerLiteral(op))
                 elif s == "K":
                     args.append(numba.types.BooleanLiteral(bool(constants.pop(0))))
                 elif s == "F":
@@ -144,7 +142,7 @@ class _CompileMessage(_event.Listener):
         if module.startswith("tinyattn"):
             _said = True
             print("tinyattn: compiling numba kernels for this machine (first run only, about "
-                  "10-20 s; the machine code is cached for the next runs) ...", file=sys.stderr,
+                  "10-25 s; the machine code is cached for the next runs) ...", file=sys.stderr,
                   flush=True)
 
     def on_end(self, event):
