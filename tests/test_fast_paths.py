@@ -239,7 +239,7 @@ def test_few_rows_matmul_kernel_matches_blocked(tc):
             outs = []
             for kern in (matmul._few_rows[tc], matmul._blocked[tc]):
                 out = _buf(tc, [7.0] * (nb * M * N))
-                extra = (0, nb) if kern is matmul._few_rows[tc] else (M, 0, nb, matmul._scratch(tc))
+                extra = (0, nb) if kern is matmul._few_rows[tc] else (M, N, 0, nb, matmul._scratch(tc))
                 kern(a, 0, 0, M * K, K, 1, b, 0, 0, K * N, b_sk, b_sn, out, nb, M, N, K, *extra)
                 outs.append(list(out))
             tol = 1e-5 if tc == "f" else 1e-12

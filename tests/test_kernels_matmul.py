@@ -180,15 +180,21 @@ def test_k_zero_overwrites_garbage():
 
 @pytest.mark.parametrize("nbatch", [1, 2, 9, 17])
 @pytest.mark.parametrize("b_t", [False, True])
-def test_threaded_split(monkeypatch, nbatch, b_t):
-    """Force the threaded path on small shapes: split by half matrices (odd batches), by whole
-    matrices (even or long batches)."""
+@pytest.mark.parametrize("by", ["rows", "columns"])
+@pytest.mark.parametrize("K", [6, 0])
+def test_threaded_split(monkeypatch, nbatch, b_t, by, K):
+    """Force the threaded path on small shapes: split by half matrices (odd batches; halves by
+    rows or by columns, the second of which ends in a narrow strip here), by whole matrices (even
+    or long batches)."""
     monkeypatch.setattr(matmul, "PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(matmul, "SPLIT_COLUMNS_MIN", 1 if by == "columns" else 10 ** 9)
+    if by == "columns":     # Python's choice only: the compiled kernel keeps its own constant
+        monkeypatch.setattr(matmul, "PACK_B_MIN_ROWS", 1)
     old = threads.num_threads()
     threads.set_num_threads(2)
     try:
         rng = random.Random(nbatch)
-        M, N, K = 2 * MR + 5, NR + 3, 6
+        M, N = 2 * MR + 5, NR + 3
         A = Operand("d", nbatch, 1, M, K, rng, transposed=True)
         B = Operand("d", nbatch, 1, K, N, rng, transposed=b_t, bcast0=nbatch in (2, 17))
         check_bmm("d", nbatch, 1, M, N, K, A, B)
@@ -299,7 +305,7 @@ def test_blocked_kernel_is_vector_code(typecode):
     fresh = numba.njit(nogil=True)(matmul._bmm_blocked.py_func)
     buf = numba.typeof(array.array(typecode))
     sig = (buf,) + (numba.int64,) * 5 + (buf,) + (numba.int64,) * 5 + (buf,) \
-        + (numba.int64,) * 7 + (buf,)
+        + (numba.int64,) * 8 + (buf,)
     fresh.compile(sig)
     asm = fresh.inspect_asm(fresh.signatures[0])
     reg = "zmm" if bits == 512 else "ymm"

@@ -274,7 +274,7 @@ def _conv2d_forward_images(x, w, bias, has_bias, out, cols, mm, N, C, H, W, O, G
                OH, OW, K * L, L)
         _bmm_blocked(w, 0, 0, Og * Kg, Kg, 1,            # a = w[group]: (Og, Kg), any image
                      cols, 0, 0, Kg * L, L, 1,           # b = cols[group]: (Kg, L)
-                     out, G, Og, L, Kg, Og, n * G, (n + 1) * G, mm)
+                     out, G, Og, L, Kg, Og, L, n * G, (n + 1) * G, mm)
         if has_bias:
             for o in range(O):
                 row = OUT[(n * O + o) * L:(n * O + o + 1) * L]
@@ -303,7 +303,7 @@ def _conv2d_backward_images(x, w, g, dx, part, p0, cols, dcols, tmp, mm, need_x,
         if need_x:
             _bmm_blocked(w, 0, 0, Og * Kg, 1, Kg,            # a = w[group]^T: (Kg, Og)
                          g, n * O * L, 0, Og * L, L, 1,      # b = g[n, group]: (Og, L)
-                         dcols, G, Kg, L, Og, Kg, 0, G, mm)
+                         dcols, G, Kg, L, Og, Kg, L, 0, G, mm)
             plane = DX[n * CHW:(n + 1) * CHW]
             for q in range(CHW):
                 plane[q] = 0.0
@@ -313,7 +313,7 @@ def _conv2d_backward_images(x, w, g, dx, part, p0, cols, dcols, tmp, mm, need_x,
                    OH, OW, K * L, L)
             _bmm_blocked(cols, 0, 0, Kg * L, L, 1,           # a = cols[group]: (Kg, L)
                          g, n * O * L, 0, Og * L, 1, L,      # b = g[n, group]^T: (L, Og)
-                         tmp, G, Kg, Og, L, Kg, 0, G, mm)
+                         tmp, G, Kg, Og, L, Kg, Og, 0, G, mm)
             for q in range(K * Og):
                 PART[q] += TMP[q]
         if need_b:
