@@ -158,6 +158,8 @@ PATHS = [
     (1, 2, 0, 5, 3, False),                   # M == 0: nothing to write
     (1, 1, 1, 37, 19, True),                  # a row vector times a transposed matrix
     (1, 1, 37, 1, 19, False),                 # a matrix times a column vector
+    (1, 1, MR + 1, 2 * NR + 3, 37, True),     # transposed B: 16 x 16 blocks, 5 rows left over
+    (2, 1, 9, NR, KC + 20, True),             # ... in both pieces of a split K
 ]
 
 
@@ -279,6 +281,26 @@ def test_rows_per_pass_fits_the_registers():
     assert [simd.rows_per_pass(8, isa) for isa in
             (("avx512", 512, 32), ("avx2", 256, 16), ("neon", 128, 32), ("sse", 128, 16))] \
         == [8, 2, 2, 1]
+
+
+@numba.njit
+def _transpose_compiled(buf, out, step):
+    simd.vstore_rows(as_array(out), 0, 16, simd.transpose16(simd.vload_rows(as_array(buf), 0, step)))
+
+
+@pytest.mark.parametrize("typecode", "fd")
+def test_transpose16(typecode):
+    """out[p][j] = rows[j][p], compiled (64 shuffles) and interpreted (the twins on lists)."""
+    step = 19                                   # rows 19 apart: the loads are not to aligned rows
+    buf = array.array(typecode, [float(i) for i in range(16 * step)])
+    want = [float(j * step + p) for p in range(16) for j in range(16)]
+    out = array.array(typecode, [0.0] * 256)
+    _transpose_compiled(buf, out, step)        # interpreted as well when JIT is off
+    assert list(out) == want
+    rows = tuple(simd.vload(list(buf), j * step) for j in range(16))
+    twin = getattr(simd.transpose16, "py_func", simd.transpose16)   # its plain-Python body
+    assert [x for row in twin(rows) for x in row] == want
+    assert simd.vshuffle(list(range(16)), list(range(16, 32)), simd.ZIP32_LO)[:4] == [0, 16, 1, 17]
 
 
 def test_vector_operations_interpreted():

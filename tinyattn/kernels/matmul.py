@@ -24,6 +24,8 @@ How it is fast, from the inside out (the same plan as GotoBLAS/BLIS, in numba):
 3. Packing. A panel of B is copied ("packed") into contiguous 16-wide rows before use, when it is
    reused by many rows (>= ``PACK_B_MIN_ROWS``) or when B is transposed (``b_sn != 1``, like ``K^T``):
    the copy reads B in its own order once, and the micro-kernel always sees contiguous rows.
+   The copy is vector code too: a row-major strip row by row, a transposed one in 16 x 16
+   blocks that ``simd.transpose16`` turns around in registers.
    A needs no packing: the micro-kernel reads just 8 scalars of A per step, through any strides.
    Only edge strips (fewer than 8 rows or 16 columns) are packed, zero-padded, so that the
    micro-kernel always computes whole tiles; the valid part of an edge tile is copied out.
@@ -58,7 +60,7 @@ from numba import njit
 from . import threads
 from .buffers import as_array, load, store
 from .jit import by_typecode, vector_kernel
-from .simd import vload, vstore
+from .simd import transpose16, vload, vload_rows, vstore, vstore_rows
 from ._microkernel import MR, NR
 from ._microkernel import micro_kernel as _micro_vector
 from .tiers import register
@@ -143,10 +145,18 @@ def _pack_b_strip(b, b_pos, b_sk, b_sn, kc, cols, dst, d_pos):
         for p in range(kc):
             vstore(dst, d_pos + p * NR, vload(b, b_pos + p * b_sk))
         return
-    # One output row (16 elements) at a time. For a transposed B (K^T) the 16 loads are strided,
-    # which measured faster (43 vs 50 us for 128 x (32x16)@(16x32)) than walking down B's
-    # contiguous columns and scattering stores.
-    for p in range(kc):
+    start = 0
+    if b_sk == 1 and cols == NR:
+        # A full strip of a transposed B (K^T): its 16 columns are 16 contiguous runs of b.
+        # Blocks of 16 x 16 are loaded as rows and stored as their columns (simd.transpose16),
+        # 0.7 cycles per element on the Zen 3 instead of 2 for the strided loads below.
+        start = kc - kc % 16
+        for p0 in range(0, start, 16):
+            vstore_rows(dst, d_pos + p0 * NR, NR, transpose16(vload_rows(b, b_pos + p0, b_sn)))
+    # One output row (16 elements) at a time; for a transposed B the 16 loads are strided, which
+    # measured faster (43 vs 50 us for 128 x (32x16)@(16x32)) than walking down B's contiguous
+    # columns and scattering stores.
+    for p in range(start, kc):
         src = b_pos + p * b_sk
         for j in range(cols):
             store(dst, d_pos + p * NR + j, load(b, src + j * b_sn))

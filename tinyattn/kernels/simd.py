@@ -13,6 +13,12 @@ of the tile scalar, and the same kernel ran 2-3x slower. Here the vector is a ty
     vzeros(arr)          the zero vector of arr's dtype
     vfma(a, b, c)        a * b + c, lane by lane                (``llvm.fmuladd``: one FMA where
                                                                  the CPU has it)
+    vshuffle(x, y, k)    16 of the 32 lanes of x and y, picked by the constant pattern
+                         SHUFFLES[k]                            (one ``shufflevector``)
+
+``transpose16`` turns 16 such vectors (rows) into their 16 columns with 64 shuffles; packing a
+transposed matrix (``K^T`` in ``Q @ K^T``) uses it, with ``vload_rows`` / ``vstore_rows`` (16
+rows at a stride).
 
 LLVM splits a 16-lane vector into what the CPU has: one 512-bit register (AVX-512, float32), two
 256-bit ones (AVX2), four 128-bit ones (SSE, NEON on arm64). ``rows_per_pass`` turns that into
@@ -27,11 +33,14 @@ import numba
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
+from numba import njit
 from numba.extending import intrinsic, models, overload, register_model
 
 LANES = 16
 
-__all__ = ["LANES", "vload", "vstore", "vsplat", "vzeros", "vfma", "vector_isa", "rows_per_pass"]
+__all__ = ["LANES", "vload", "vstore", "vsplat", "vzeros", "vfma", "vshuffle", "transpose16",
+           "vload_rows", "vstore_rows",
+           "vector_isa", "rows_per_pass"]
 
 
 # --------------------------------------------------------------------------- the target
@@ -123,6 +132,10 @@ def vzeros(arr):
 
 def vfma(a, b, c):
     return [x * y + z for x, y, z in zip(a, b, c)]
+
+
+def vshuffle(x, y, k):
+    return [(list(x) + list(y))[i] for i in SHUFFLES[k]]
 
 
 @intrinsic
@@ -221,3 +234,120 @@ def _vfma_jit(a, b, c):
     return lambda a, b, c: _vfma(a, b, c)
 
 
+
+
+# --------------------------------------------------------------------------- shuffles and the transpose
+# A lane of a 16-lane vector is 4*q + l: quad q (4 lanes = 128 bits, the unit AVX shuffles within
+# and between) and lane l in it. vshuffle(x, y, k) returns (x ++ y)[SHUFFLES[k]]: lanes 0-15 are
+# x's, 16-31 y's. Each pattern is one instruction per 256-bit half on AVX2 (or none: HALVES_*
+# only renames registers there), one on AVX-512.
+
+
+def _quad(v, q):
+    return list(range(16 * v + 4 * q, 16 * v + 4 * q + 4))
+
+
+SHUFFLES = [
+    [i for q in range(4) for i in (4 * q, 16 + 4 * q, 4 * q + 1, 17 + 4 * q)],          # ZIP32_LO
+    [i for q in range(4) for i in (4 * q + 2, 18 + 4 * q, 4 * q + 3, 19 + 4 * q)],      # ZIP32_HI
+    [i for q in range(4) for i in (4 * q, 4 * q + 1, 16 + 4 * q, 17 + 4 * q)],          # ZIP64_LO
+    [i for q in range(4) for i in (4 * q + 2, 4 * q + 3, 18 + 4 * q, 19 + 4 * q)],      # ZIP64_HI
+    _quad(0, 0) + _quad(1, 0) + _quad(0, 2) + _quad(1, 2),                              # QUADS_LO
+    _quad(0, 1) + _quad(1, 1) + _quad(0, 3) + _quad(1, 3),                              # QUADS_HI
+    _quad(0, 0) + _quad(0, 1) + _quad(1, 0) + _quad(1, 1),                              # HALVES_LO
+    _quad(0, 2) + _quad(0, 3) + _quad(1, 2) + _quad(1, 3),                              # HALVES_HI
+]
+ZIP32_LO, ZIP32_HI, ZIP64_LO, ZIP64_HI, QUADS_LO, QUADS_HI, HALVES_LO, HALVES_HI = range(8)
+
+
+@intrinsic
+def _vshuffle(typingctx, x, y, k):
+    if not isinstance(x, Vec16) or x != y or not isinstance(k, types.IntegerLiteral):
+        return None
+    mask = ir.Constant(ir.VectorType(ir.IntType(32), LANES), SHUFFLES[k.literal_value])
+
+    def codegen(context, builder, sig, args):
+        return builder.shuffle_vector(args[0], args[1], mask)
+
+    return x(x, y, k), codegen
+
+
+@overload(vshuffle, prefer_literal=True)
+def _vshuffle_jit(x, y, k):
+    return lambda x, y, k: _vshuffle(x, y, k)
+
+
+@njit(inline="always")
+def transpose16(r):
+    """The columns of the 16 x 16 block whose rows are the 16 vectors of the tuple r:
+    out[p][j] = r[j][p]. Four rounds of 16 shuffles, the AVX way:
+
+    1-2. ZIP32 and ZIP64 transpose each 4 x 4 block of quads in place, within rows 4g..4g+3:
+         then quad q of s[4g + k] is column 4q + k of those 4 rows;
+    3-4. QUADS and HALVES move the quads: column 4q + k is quad q of s[k], s[4 + k], s[8 + k],
+         s[12 + k], in that order."""
+    r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13, r14, r15 = r
+    t0, t1 = vshuffle(r0, r1, ZIP32_LO), vshuffle(r0, r1, ZIP32_HI)
+    t2, t3 = vshuffle(r2, r3, ZIP32_LO), vshuffle(r2, r3, ZIP32_HI)
+    t4, t5 = vshuffle(r4, r5, ZIP32_LO), vshuffle(r4, r5, ZIP32_HI)
+    t6, t7 = vshuffle(r6, r7, ZIP32_LO), vshuffle(r6, r7, ZIP32_HI)
+    t8, t9 = vshuffle(r8, r9, ZIP32_LO), vshuffle(r8, r9, ZIP32_HI)
+    t10, t11 = vshuffle(r10, r11, ZIP32_LO), vshuffle(r10, r11, ZIP32_HI)
+    t12, t13 = vshuffle(r12, r13, ZIP32_LO), vshuffle(r12, r13, ZIP32_HI)
+    t14, t15 = vshuffle(r14, r15, ZIP32_LO), vshuffle(r14, r15, ZIP32_HI)
+    s0, s1 = vshuffle(t0, t2, ZIP64_LO), vshuffle(t0, t2, ZIP64_HI)
+    s2, s3 = vshuffle(t1, t3, ZIP64_LO), vshuffle(t1, t3, ZIP64_HI)
+    s4, s5 = vshuffle(t4, t6, ZIP64_LO), vshuffle(t4, t6, ZIP64_HI)
+    s6, s7 = vshuffle(t5, t7, ZIP64_LO), vshuffle(t5, t7, ZIP64_HI)
+    s8, s9 = vshuffle(t8, t10, ZIP64_LO), vshuffle(t8, t10, ZIP64_HI)
+    s10, s11 = vshuffle(t9, t11, ZIP64_LO), vshuffle(t9, t11, ZIP64_HI)
+    s12, s13 = vshuffle(t12, t14, ZIP64_LO), vshuffle(t12, t14, ZIP64_HI)
+    s14, s15 = vshuffle(t13, t15, ZIP64_LO), vshuffle(t13, t15, ZIP64_HI)
+    y0, y1 = vshuffle(s0, s4, QUADS_LO), vshuffle(s0, s4, QUADS_HI)
+    y2, y3 = vshuffle(s8, s12, QUADS_LO), vshuffle(s8, s12, QUADS_HI)
+    y4, y5 = vshuffle(s1, s5, QUADS_LO), vshuffle(s1, s5, QUADS_HI)
+    y6, y7 = vshuffle(s9, s13, QUADS_LO), vshuffle(s9, s13, QUADS_HI)
+    y8, y9 = vshuffle(s2, s6, QUADS_LO), vshuffle(s2, s6, QUADS_HI)
+    y10, y11 = vshuffle(s10, s14, QUADS_LO), vshuffle(s10, s14, QUADS_HI)
+    y12, y13 = vshuffle(s3, s7, QUADS_LO), vshuffle(s3, s7, QUADS_HI)
+    y14, y15 = vshuffle(s11, s15, QUADS_LO), vshuffle(s11, s15, QUADS_HI)
+    return (vshuffle(y0, y2, HALVES_LO), vshuffle(y4, y6, HALVES_LO),
+            vshuffle(y8, y10, HALVES_LO), vshuffle(y12, y14, HALVES_LO),
+            vshuffle(y1, y3, HALVES_LO), vshuffle(y5, y7, HALVES_LO),
+            vshuffle(y9, y11, HALVES_LO), vshuffle(y13, y15, HALVES_LO),
+            vshuffle(y0, y2, HALVES_HI), vshuffle(y4, y6, HALVES_HI),
+            vshuffle(y8, y10, HALVES_HI), vshuffle(y12, y14, HALVES_HI),
+            vshuffle(y1, y3, HALVES_HI), vshuffle(y5, y7, HALVES_HI),
+            vshuffle(y9, y11, HALVES_HI), vshuffle(y13, y15, HALVES_HI))
+
+
+@njit(inline="always")
+def vload_rows(arr, i, step):
+    """The 16 vectors arr[i + t*step : i + t*step + 16], t < 16, as a tuple."""
+    return (vload(arr, i), vload(arr, i + step), vload(arr, i + 2 * step),
+            vload(arr, i + 3 * step), vload(arr, i + 4 * step), vload(arr, i + 5 * step),
+            vload(arr, i + 6 * step), vload(arr, i + 7 * step), vload(arr, i + 8 * step),
+            vload(arr, i + 9 * step), vload(arr, i + 10 * step), vload(arr, i + 11 * step),
+            vload(arr, i + 12 * step), vload(arr, i + 13 * step), vload(arr, i + 14 * step),
+            vload(arr, i + 15 * step))
+
+
+@njit(inline="always")
+def vstore_rows(arr, i, step, rows):
+    """arr[i + t*step : i + t*step + 16] = rows[t], t < 16."""
+    vstore(arr, i, rows[0])
+    vstore(arr, i + step, rows[1])
+    vstore(arr, i + 2 * step, rows[2])
+    vstore(arr, i + 3 * step, rows[3])
+    vstore(arr, i + 4 * step, rows[4])
+    vstore(arr, i + 5 * step, rows[5])
+    vstore(arr, i + 6 * step, rows[6])
+    vstore(arr, i + 7 * step, rows[7])
+    vstore(arr, i + 8 * step, rows[8])
+    vstore(arr, i + 9 * step, rows[9])
+    vstore(arr, i + 10 * step, rows[10])
+    vstore(arr, i + 11 * step, rows[11])
+    vstore(arr, i + 12 * step, rows[12])
+    vstore(arr, i + 13 * step, rows[13])
+    vstore(arr, i + 14 * step, rows[14])
+    vstore(arr, i + 15 * step, rows[15])
