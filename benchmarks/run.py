@@ -25,6 +25,7 @@ The table is printed and the results are written as JSON (default benchmarks/res
 benchmarks/results.json and results_avx2.json are the committed reference runs).
 """
 import argparse
+import array
 import datetime
 import gc
 import json
@@ -220,6 +221,70 @@ def bench_matmul(res, timer, torch, quick):
             res.add("matmul", f"{dtype_name} {name}", "GFLOP/s", flop / t_ours / 1e9,
                     flop / t_theirs / 1e9 if t_theirs else None, "higher",
                     matmul_target(dtype_name, name))
+
+
+def fma_peak_gflops():
+    """GFLOP/s of one core doing nothing but independent vector FMAs on registers: the ceiling of
+    a matmul kernel. Two versions, 6 and 12 accumulators of 16 lanes (enough to cover the FMA
+    latency on AVX2 / AVX-512, and the 6 fit AVX2's 16 registers); the faster one counts."""
+    from numba import njit
+    from tinyattn.kernels.buffers import as_array
+    from tinyattn.kernels.simd import vfma, vload, vstore
+
+    @njit(nogil=True)
+    def six(buf, n):
+        a = as_array(buf)
+        x, y = vload(a, 0), vload(a, 16)
+        c0 = c1 = c2 = c3 = c4 = c5 = vload(a, 32)
+        for _ in range(n):
+            c0, c1, c2 = vfma(x, y, c0), vfma(x, y, c1), vfma(x, y, c2)
+            c3, c4, c5 = vfma(x, y, c3), vfma(x, y, c4), vfma(x, y, c5)
+        for i, c in enumerate((c0, c1, c2, c3, c4, c5)):
+            vstore(a, 48 + 16 * i, c)
+
+    @njit(nogil=True)
+    def twelve(buf, n):
+        a = as_array(buf)
+        x, y = vload(a, 0), vload(a, 16)
+        c0 = c1 = c2 = c3 = c4 = c5 = c6 = c7 = c8 = c9 = c10 = c11 = vload(a, 32)
+        for _ in range(n):
+            c0, c1, c2 = vfma(x, y, c0), vfma(x, y, c1), vfma(x, y, c2)
+            c3, c4, c5 = vfma(x, y, c3), vfma(x, y, c4), vfma(x, y, c5)
+            c6, c7, c8 = vfma(x, y, c6), vfma(x, y, c7), vfma(x, y, c8)
+            c9, c10, c11 = vfma(x, y, c9), vfma(x, y, c10), vfma(x, y, c11)
+        for i, c in enumerate((c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11)):
+            vstore(a, 48 + 16 * i, c)
+
+    buf = array.array("f", [0.5] * 256)
+    best = 0.0
+    for fn, accumulators in ((six, 6), (twelve, 12)):
+        fn(buf, 10)
+        n = 2_000_000
+        for _ in range(5):
+            t0 = time.perf_counter()
+            fn(buf, n)
+            best = max(best, accumulators * 16 * 2 * n / (time.perf_counter() - t0) / 1e9)
+    return best
+
+
+def bench_matmul_one_thread(res, timer):
+    """Issue 11's second matmul target: on one thread, >= 70% of one core's FMA peak."""
+    peak = fma_peak_gflops()
+    old = threads.num_threads()
+    threads.set_num_threads(1)
+    try:
+        ta.manual_seed(0)
+        for n in (256, 512, 1024):
+            a, b = ta.rand(n, n), ta.rand(n, n)
+            t, = timer.run([lambda a=a, b=b: a @ b])
+            gflops = 2.0 * n ** 3 / t / 1e9
+            res.add("matmul", f"fp32 square {n}, one thread (GFLOP/s)", "GFLOP/s", gflops, None,
+                    "higher", note=f"{100 * gflops / peak:.0f}% of one core's FMA peak, "
+                                   f"{peak:.0f} GFLOP/s measured; target >= 70%")
+            res.rows[-1]["absolute_target"] = ">= 70% of FMA peak"
+            res.rows[-1]["absolute_met"] = gflops >= 0.7 * peak
+    finally:
+        threads.set_num_threads(old)
 
 
 def _rand_list(rng, shape):
@@ -822,6 +887,7 @@ def main(argv=None):
     gc.collect()
     if "matmul" in sections:
         bench_matmul(res, timer, torch, args.quick)
+        bench_matmul_one_thread(res, timer)
     if "softmax" in sections:
         bench_softmax(res, timer, torch)
     if "sdpa" in sections:
