@@ -303,6 +303,14 @@ def test_transpose16(typecode):
     assert simd.vshuffle(list(range(16)), list(range(16, 32)), simd.ZIP32_LO)[:4] == [0, 16, 1, 17]
 
 
+def test_panel_width_follows_the_l2_cache():
+    """NC: the fp32 KC x NC panel of B fills half of one core's L2, in whole strips, 64..512."""
+    l2 = simd.l2_cache_bytes()
+    assert l2 >= 64 * 1024
+    assert NC % NR == 0 and 4 * NR <= NC <= 512
+    assert KC * NC * 4 <= max(l2 // 2, KC * 4 * NR * 4)
+
+
 def test_vector_operations_interpreted():
     # The plain-Python twins that run under NUMBA_DISABLE_JIT=1
     buf = [float(i) for i in range(40)]

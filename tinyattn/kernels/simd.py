@@ -40,7 +40,7 @@ LANES = 16
 
 __all__ = ["LANES", "vload", "vstore", "vsplat", "vzeros", "vfma", "vshuffle", "transpose16",
            "vload_rows", "vstore_rows",
-           "vector_isa", "rows_per_pass"]
+           "vector_isa", "rows_per_pass", "l2_cache_bytes"]
 
 
 # --------------------------------------------------------------------------- the target
@@ -66,6 +66,37 @@ def vector_isa():
     if "avx2" in feats or "avx" in feats:
         return "avx2" if "avx2" in feats else "avx", 256, 16
     return "sse", 128, 16
+
+
+def l2_cache_bytes(default=512 * 1024):
+    """The size of one core's L2 cache, from Linux's /sys (or macOS's sysctl); `default` where
+    neither says. The matmul sizes its panel of B from it."""
+    import glob
+    import subprocess
+    for d in sorted(glob.glob("/sys/devices/system/cpu/cpu0/cache/index*")):
+        try:
+            with open(d + "/level") as f:
+                level = f.read().strip()
+            with open(d + "/type") as f:
+                kind = f.read().strip()
+            with open(d + "/size") as f:
+                size = f.read().strip().upper()
+        except OSError:
+            continue
+        if level == "2" and kind in ("Unified", "Data") and size:
+            scale = {"K": 1 << 10, "M": 1 << 20}.get(size[-1], 1)
+            try:
+                return int(size.rstrip("KM")) * scale
+            except ValueError:
+                break
+    if platform.system() == "Darwin":
+        try:
+            out = subprocess.run(["sysctl", "-n", "hw.l2cachesize"], capture_output=True,
+                                 text=True, timeout=5).stdout.strip()
+            return int(out) if out else default
+        except (OSError, ValueError, subprocess.SubprocessError):
+            pass
+    return default
 
 
 def rows_per_pass(itemsize, isa=None):
