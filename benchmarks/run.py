@@ -223,10 +223,10 @@ def bench_matmul(res, timer, torch, quick):
                     matmul_target(dtype_name, name))
 
 
-def fma_peak_gflops():
-    """GFLOP/s of one core doing nothing but independent vector FMAs on registers: the ceiling of
-    a matmul kernel. Two versions, 6 and 12 accumulators of 16 lanes (enough to cover the FMA
-    latency on AVX2 / AVX-512, and the 6 fit AVX2's 16 registers); the faster one counts."""
+def fma_peak_kernel():
+    """(call, flop per call): one core doing nothing but independent vector FMAs on registers,
+    the ceiling of a matmul kernel. Of two versions, 6 and 12 accumulators of 16 lanes (enough to
+    cover the FMA latency on AVX2 / AVX-512; the 6 fit AVX2's 16 registers), the faster."""
     from numba import njit
     from tinyattn.kernels.buffers import as_array
     from tinyattn.kernels.simd import vfma, vload, vstore
@@ -256,31 +256,36 @@ def fma_peak_gflops():
             vstore(a, 48 + 16 * i, c)
 
     buf = array.array("f", [0.5] * 256)
-    best = 0.0
+    n = 100_000
+    candidates = []
     for fn, accumulators in ((six, 6), (twelve, 12)):
         fn(buf, 10)
-        n = 2_000_000
-        for _ in range(5):
+        best = float("inf")
+        for _ in range(20):
             t0 = time.perf_counter()
             fn(buf, n)
-            best = max(best, accumulators * 16 * 2 * n / (time.perf_counter() - t0) / 1e9)
-    return best
+            best = min(best, time.perf_counter() - t0)
+        flop = accumulators * 16 * 2 * n
+        candidates.append((flop / best, (lambda fn=fn: fn(buf, n)), flop))
+    _, call, flop = max(candidates, key=lambda c: c[0])
+    return call, flop
 
 
 def bench_matmul_one_thread(res, timer):
-    """Issue 11's second matmul target: on one thread, >= 70% of one core's FMA peak."""
-    peak = fma_peak_gflops()
+    """Issue 11's second matmul target: on one thread, >= 70% of one core's FMA peak. The peak
+    is timed in the same alternating rounds as the matmul, so that both meet the same load."""
+    peak_call, peak_flop = fma_peak_kernel()
     old = threads.num_threads()
     threads.set_num_threads(1)
     try:
         ta.manual_seed(0)
         for n in (256, 512, 1024):
             a, b = ta.rand(n, n), ta.rand(n, n)
-            t, = timer.run([lambda a=a, b=b: a @ b])
-            gflops = 2.0 * n ** 3 / t / 1e9
+            t, t_peak = timer.run([lambda a=a, b=b: a @ b, peak_call])
+            gflops, peak = 2.0 * n ** 3 / t / 1e9, peak_flop / t_peak / 1e9
             res.add("matmul", f"fp32 square {n}, one thread (GFLOP/s)", "GFLOP/s", gflops, None,
                     "higher", note=f"{100 * gflops / peak:.0f}% of one core's FMA peak, "
-                                   f"{peak:.0f} GFLOP/s measured; target >= 70%")
+                                   f"{peak:.0f} GFLOP/s in the same rounds; target >= 70%")
             res.rows[-1]["absolute_target"] = ">= 70% of FMA peak"
             res.rows[-1]["absolute_met"] = gflops >= 0.7 * peak
     finally:
