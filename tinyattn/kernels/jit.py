@@ -85,10 +85,10 @@ class by_typecode(dict):
     ``L`` (first argument only) is an op code the kernel specialises on: the table is then keyed by
     ``(typecode, op)`` and each entry is compiled with that op as a compile-time constant
     (`numba.literally` in the kernel), so its loop body is the one formula of that op and LLVM
-    vectorises it. ``K`` is a flag the same way (a bool, keyed
-    after the op: ``table[typecode, flag]``), and ``F`` the flag "the buffers are float32", known
-    from the typecode: both are compiled as constants, so each entry's loops are those of its
-    case only (softmax of 4096 rows of 64: 15% faster than with the flags tested per row).
+    vectorises it. ``K`` is a flag the same way (a bool, keyed after the op: ``table[typecode,
+    flag]``), and ``F`` the flag "the buffers are float32", known from the typecode: both are
+    compiled as constants, so each entry's loops are those of its case only (softmax of 4096 rows
+    of 64: 15% faster than with the flags tested per row).
     Interpreted (``NUMBA_DISABLE_JIT=1``) every entry is the plain Python function: the fast
     path's twin.
     """
@@ -109,8 +109,7 @@ class by_typecode(dict):
                 elif s == "S":
                     args.append(numba.float64 if typecode in "fd" else numba.int64)
                 elif s == "L":
-                    op = constants.pop(0)
-                    args.append(numba.types.IntegerLiteral(op))
+                    args.append(numba.types.IntegerLiteral(constants.pop(0)))
                 elif s == "K":
                     args.append(numba.types.BooleanLiteral(bool(constants.pop(0))))
                 elif s == "F":

@@ -457,15 +457,16 @@ def _bmm_threaded(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_
     else:
         blocks_per_matrix = n_threads // math.gcd(nbatch, n_threads)
     rows_per_unit, cols_per_unit = M, N
-    rows_pack_b = b_sn != 1 or -(-M // blocks_per_matrix) >= PACK_B_MIN_ROWS
-    if blocks_per_matrix > 1 and rows_pack_b and N >= SPLIT_COLUMNS_MIN * blocks_per_matrix:
-        # multiples of NR, so that only the last block of a row has a narrow strip
-        cols_per_unit = -(-N // blocks_per_matrix)
-        cols_per_unit = -(-cols_per_unit // NR) * NR
-    elif blocks_per_matrix > 1:
-        # multiples of MR, so that only the last block of a matrix has a short strip
-        rows_per_unit = -(-M // blocks_per_matrix)
-        rows_per_unit = -(-rows_per_unit // MR) * MR
+    if blocks_per_matrix > 1:
+        rows = -(-M // blocks_per_matrix)           # a block's rows, if split by rows
+        packs_b = b_sn != 1 or rows >= PACK_B_MIN_ROWS
+        if packs_b and N >= SPLIT_COLUMNS_MIN * blocks_per_matrix:
+            # multiples of NR, so that only the last block of a row has a narrow strip
+            cols = -(-N // blocks_per_matrix)
+            cols_per_unit = -(-cols // NR) * NR
+        else:
+            # multiples of MR, so that only the last block of a matrix has a short strip
+            rows_per_unit = -(-rows // MR) * MR
     units = nbatch * (-(-M // rows_per_unit)) * (-(-N // cols_per_unit))
     typecode = a.typecode
 

@@ -31,9 +31,8 @@ import platform
 
 import numba
 from llvmlite import ir
-from numba import types
+from numba import njit, types
 from numba.core import cgutils
-from numba import njit
 from numba.extending import intrinsic, models, overload, register_model
 
 LANES = 16
