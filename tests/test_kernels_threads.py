@@ -153,3 +153,24 @@ def test_idle_workers_do_not_burn_a_core(two_threads):
     t0 = time.process_time()
     time.sleep(0.3)                       # the worker spins SPIN_US (5 ms) of this, then sleeps
     assert time.process_time() - t0 < 0.05
+
+
+def test_workers_keep_no_reference_to_a_finished_job(two_threads):
+    """A job's closure refers to the op's buffers; once parallel_for returns, nothing of it may
+    stay alive in a worker, or tinyattn/_recycle.py could never hand those buffers out again."""
+    import gc
+    import weakref
+
+    class Payload:
+        pass
+
+    payload = Payload()
+    ref = weakref.ref(payload)
+
+    def job(start, stop, payload=payload):
+        payload.seen = (start, stop)
+
+    threads.parallel_for(job, 100)
+    del job, payload
+    gc.collect()
+    assert ref() is None

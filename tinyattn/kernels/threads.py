@@ -237,10 +237,14 @@ class _Worker:
                 _flags[self._done_i] = seen
                 return
             fn, start, stop = job
+            job = None
             try:
                 fn(start, stop)
             except BaseException as exc:  # re-raised in the caller by parallel_for
                 self._error = exc
+            # Hold nothing of the job while idle: its closure refers to the op's buffers, which
+            # are handed to later ops once nothing refers to them (tinyattn/_recycle.py).
+            fn = None
 
     def _signal(self, job):
         self._job = job
