@@ -38,6 +38,8 @@ import functools
 import weakref
 from array import array
 
+from . import _recycle
+
 _grad_enabled = True
 
 
@@ -131,6 +133,15 @@ def version(t):
 def _forget(key):
     _WRITES.pop(key, None)
     _REBOUND.pop(key, None)
+
+
+def _forget_buffer(buf):
+    _forget(id(buf))
+
+
+# A dead output's buffer may be handed to a new output without being freed (_recycle.py): its
+# writes are forgotten then, as when a buffer is freed.
+_recycle.on_reuse = _forget_buffer
 
 
 def bump_version(t, rebound=False):

@@ -16,6 +16,7 @@ Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 
 import weakref as _weakref
 
+from . import _recycle
 from . import _shapes
 from . import autograd as _ag
 from . import _devices as _dev
@@ -618,9 +619,11 @@ def _make(data, shape, dtype, strides=None, offset=0, packed=None):
 
 
 def _empty(shape, dtype):
-    """A fresh packed tensor whose contents will be overwritten by a kernel.
+    """A packed tensor for a kernel to fill: its contents are arbitrary, and the kernel must write
+    every element. A big buffer may be a dead output's (tinyattn/_recycle.py), which saves the
+    zero-fill that a fresh array.array costs; ops that need zeros ask for them (``zeros_buffer``).
 
-    `_make(zeros_buffer(dtype, numel(shape)), shape, dtype)`, written out: every op's output comes
+    `_make(_recycle.take(zero, numel(shape)), shape, dtype)`, written out: every op's output comes
     from here, and at small sizes the function calls would cost more than the kernel's work."""
     n = 1
     for d in shape:
@@ -629,7 +632,7 @@ def _empty(shape, dtype):
     if strides is None:
         strides = _strides_for(shape)
     t = _new_tensor(Tensor)
-    t._data = _ZERO_BUFFERS[dtype] * n
+    t._data = _take(_ZERO_BUFFERS[dtype], n)
     t.shape = shape
     t.dtype = dtype
     t._requires_grad = False
@@ -642,7 +645,17 @@ def _empty(shape, dtype):
     return t
 
 
+def _zeros(shape, dtype):
+    """A fresh packed tensor of zeros: for a kernel that adds into its output, or leaves some of
+    it untouched."""
+    n = 1
+    for d in shape:
+        n *= d
+    return _make(_ZERO_BUFFERS[dtype] * n, shape, dtype)
+
+
 _new_tensor = object.__new__   # a bare Tensor; Tensor.__new__ is the legacy constructor
+_take = _recycle.take
 _ZERO_BUFFERS = _dt._ZERO  # dtype -> a 1-element zero buffer; `buf * n` makes n zeros (fastest way)
 
 

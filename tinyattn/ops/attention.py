@@ -26,7 +26,7 @@ from .. import dtypes as _dt
 from ..autograd import Function
 from ..kernels import attention as KA
 from ..creation import arange, tensor
-from ..tensor import Tensor, _empty
+from ..tensor import Tensor, _empty, _zeros
 from . import flash as _flash
 from ._launch import packed
 from .elementwise import le, logical_not, lt, where
@@ -54,8 +54,8 @@ class AdditiveScore(Function):
         t, v = ctx.saved_tensors
         B, S, A = t.shape
         dpk = _empty((B, S, A), t.dtype)
-        dq = _empty((B, A), t.dtype)
-        dv = _empty(v.shape, t.dtype)  # (A,), or (1, A): v.weight of a Linear(A, 1)
+        dq = _zeros((B, A), t.dtype)
+        dv = _zeros(v.shape, t.dtype)  # (A,), or (1, A): v.weight of a Linear(A, 1)
         KA.additive_score_backward(packed(g)._data, t._data, v._data, B, S, A, dpk._data,
                                    dq._data, dv._data)
         return dpk, dq, dv

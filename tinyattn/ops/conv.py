@@ -22,7 +22,7 @@ import builtins
 from .. import dtypes as _dt
 from ..autograd import Function
 from ..kernels import conv as KC
-from ..tensor import Tensor, _empty
+from ..tensor import Tensor, _empty, _zeros
 from ._launch import packed
 
 
@@ -119,7 +119,7 @@ class Unfold(Function):
         x, geo, side_by_side = (ctx.inputs + (False,))[:3]
         N, C = x.shape[0], x.shape[1]
         _, NS, RS = _layout(side_by_side, N, C * geo.KH * geo.KW, geo.OH * geo.OW)
-        dx = _empty(x.shape, x.dtype)
+        dx = _zeros(x.shape, x.dtype)
         KC.COL2IM[x.dtype.typecode](packed(g)._data, dx._data, N, C, *geo.args(), NS, RS)
         return dx, None, None
 
@@ -132,7 +132,7 @@ class Fold(Function):
     @staticmethod
     def forward(ctx, cols, geo, C):
         N, K, L = cols.shape
-        out = _empty((N, C, geo.H, geo.W), cols.dtype)
+        out = _zeros((N, C, geo.H, geo.W), cols.dtype)
         KC.COL2IM[cols.dtype.typecode](packed(cols)._data, out._data, N, C, *geo.args(), K * L, L)
         return out
 
@@ -209,9 +209,9 @@ class Conv2d(Function):
         need_b = need_b and bias is not None
         N, C = x.shape[0], x.shape[1]
         O = weight.shape[0]
-        dx = _empty(x.shape, x.dtype) if need_x else None
-        dw = _empty(weight.shape, x.dtype) if need_w else None
-        db = _empty((O,), x.dtype) if need_b else None
+        dx = _zeros(x.shape, x.dtype) if need_x else None
+        dw = _zeros(weight.shape, x.dtype) if need_w else None
+        db = _zeros((O,), x.dtype) if need_b else None
         spare = _empty((1,), x.dtype)._data     # stands in for the outputs not asked for
         KC.conv2d_backward(packed(x)._data, packed(weight)._data, packed(g)._data,
                            dx._data if need_x else spare, dw._data if need_w else spare,
@@ -328,7 +328,7 @@ class MaxPool2d(Function):
     @staticmethod
     def backward(ctx, g):
         x, geo, index = ctx.inputs
-        dx = _empty(x.shape, x.dtype)
+        dx = _zeros(x.shape, x.dtype)
         KC.MAX_POOL_BACKWARD[x.dtype.typecode](packed(g)._data, index[0]._data, dx._data,
                                                x.shape[0] * x.shape[1], geo.H * geo.W,
                                                geo.OH * geo.OW)
@@ -373,7 +373,7 @@ class AvgPool2d(Function):
     @staticmethod
     def backward(ctx, g):
         x, geo, count_include_pad, divisor = ctx.inputs
-        dx = _empty(x.shape, x.dtype)
+        dx = _zeros(x.shape, x.dtype)
         KC.AVG_POOL_BACKWARD[x.dtype.typecode](packed(g)._data, dx._data,
                                                x.shape[0] * x.shape[1], *geo.args()[:8], geo.OH,
                                                geo.OW, count_include_pad, divisor)
@@ -420,7 +420,7 @@ class AdaptiveAvgPool2d(Function):
     def backward(ctx, g):
         x, OH, OW = ctx.inputs
         N, C, H, W = x.shape
-        dx = _empty(x.shape, x.dtype)
+        dx = _zeros(x.shape, x.dtype)
         KC.ADAPTIVE_AVG_BACKWARD[x.dtype.typecode](packed(g)._data, dx._data, N * C, H, W, OH, OW)
         return dx, None, None
 

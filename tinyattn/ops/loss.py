@@ -26,7 +26,7 @@ from array import array
 from .. import dtypes as _dt
 from ..autograd import Function
 from ..kernels import loss as KL
-from ..tensor import Tensor, _empty, _make
+from ..tensor import Tensor, _empty, _make, _zeros
 from ._launch import copy, packed
 from .elementwise import add, mul, neg, sub
 from .indexing import movedim_back, movedim_front
@@ -191,7 +191,7 @@ class NLLRows(Function):
     def backward(ctx, g):
         x, targets, weight, has_weight, ignore_index, _ = ctx.inputs
         M, C = x.shape
-        dx = _empty((M, C), x.dtype)
+        dx = _zeros((M, C), x.dtype)
         KL.nll_backward(packed(g)._data, targets._data, weight, has_weight, ignore_index, M, C,
                         dx._data)
         return dx, None, None, None, None, None

@@ -22,7 +22,7 @@ from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import Function, no_grad
 from ..kernels import reduce as KR
-from ..tensor import Tensor, _empty, _make
+from ..tensor import Tensor, _empty, _make, _zeros
 from ._launch import check_tensor, copy, packed, shape_arg, tensor_from_scalar
 
 _float64, _int64 = _dt.float64, _dt.int64
@@ -87,9 +87,9 @@ def _reduce_runs(x, dims, kernel_call):
 
 
 def _sum_kernel(x, O, R, I, shape):
+    if R == 0:  # an empty sum is 0
+        return _zeros(shape, x.dtype)
     out = _empty(shape, x.dtype)
-    if R == 0:
-        return out
     if not x.dtype.is_floating_point:
         # The kernel accumulates in float64; interpreted (NUMBA_DISABLE_JIT=1) Python cannot store
         # that float into an int64 buffer, so integers are summed into float64 and converted back

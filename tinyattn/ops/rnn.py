@@ -18,7 +18,7 @@ from array import array
 from .. import dtypes as _dt
 from ..autograd import Function
 from ..kernels import rnn as KR
-from ..tensor import _empty, _make
+from ..tensor import _empty, _make, _zeros
 from ._launch import packed, transposed
 from .elementwise import add, add_into
 from .layout import cat, narrow, reshape, unsqueeze
@@ -81,7 +81,7 @@ class GRUSequence(Function):
         lens, has_len = (lengths, True) if lengths is not None else (array("q", [0]), False)
         dgi = _empty((T, B, H3), dt)
         dgh = _empty((T, B, H3), dt)
-        carry = _empty((B, H), dt)  # dL/dh along the direct path h_{t-1} -> h_t
+        carry = _zeros((B, H), dt)  # dL/dh along the direct path h_{t-1} -> h_t
         m = carry  # dL/dh along the path through h W_hh^T (none before the first step back)
         w = w_hh
         order = range(T) if reverse else range(T - 1, -1, -1)  # the forward order, reversed
@@ -147,7 +147,7 @@ class GRUCell(Function):
         g = packed(g)
         dgi = _empty((B, 3 * H), dt)
         dgh = _empty((B, 3 * H), dt)
-        dh = _empty((B, H), dt)
+        dh = _zeros((B, H), dt)
         KR.gru_step_backward(g._data, 0, True, dh._data, dh._data, False, h._data, 0,
                              ctx.ws._data, 0, array("q", [0]), False, 0, dgi._data, 0, dgh._data,
                              0, B, H)
