@@ -235,6 +235,33 @@ def exp_float32_nonpositive(x):
     return p * bits_float32((k + 126) << 23) * f32(2.0)  # 2^(k-1) * 2: k = 128 stays finite
 
 
+@inline
+def tanh_float32(x):
+    """tanh(x) in float32 arithmetic, for float32 data (twice the lanes of float64, and no
+    conversions). |x| < 0.625: x + x^3 P(x^2), an odd minimax polynomial (the coefficients of
+    Cephes' tanhf), which keeps the relative precision near 0 that the other form loses; above:
+    1 - 2 / (e^{2|x|} + 1) with x's sign (e^{2|x|} = inf gives 1). Error within ~2 ulp of float32;
+    NaN stays NaN. Both forms are computed and one is selected, so loops over it vectorise."""
+    ax = abs(x)
+    z = x * x
+    p = f32(-5.70498872745e-3)
+    p = p * z + f32(2.06390887954e-2)
+    p = p * z + f32(-5.37397155531e-2)
+    p = p * z + f32(1.33314422036e-1)
+    p = p * z + f32(-3.33332819422e-1)
+    small = p * z * x + x
+    big = f32(1.0) - f32(2.0) / (exp_float32(ax + ax) + f32(1.0))
+    if x < f32(0.0):
+        big = -big
+    return small if ax < f32(0.625) else big
+
+
+@inline
+def sigmoid_float32(x):
+    """1 / (1 + e^-x) in float32 arithmetic, for float32 data (e^-x = inf gives 0, 0 gives 1)."""
+    return f32(1.0) / (f32(1.0) + exp_float32(f32(0.0) - x))
+
+
 def flip32(b):
     """b ^ ((b >> 31) & 0x7FFFFFFF) for an int32 b: the other 31 bits flipped when the sign bit is
     set. Maps float32 bits to order keys and back (it is its own inverse).

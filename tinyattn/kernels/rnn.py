@@ -31,22 +31,35 @@ and the caller adds dgh @ W_hh to dh (the path through the recurrent matmul).
 """
 from .buffers import as_array
 from .elementwise import _exp, _sigmoid
-from .jit import inline, kernel
+from .exp import sigmoid_float32, tanh_float32
+from .jit import by_typecode, inline, kernel
 from .tiers import register
 
 
 @inline
-def _tanh(x):
-    """tanh(x) = 1 - 2 / (exp(2x) + 1): one exp, which vectorises (libm's tanh is a call per element).
+def _tanh(x, single):
+    """tanh(x) in arithmetic that vectorises (libm's tanh is a call per element).
 
-    exp(2x) = inf for large x gives 1, exp(2x) = 0 for very negative x gives -1: no NaN. Near 0 the
-    subtraction loses relative (not absolute) precision: the error stays below 1e-16."""
+    float64: 1 - 2 / (exp(2x) + 1), one exp. exp(2x) = inf for large x gives 1, exp(2x) = 0 for very
+    negative x gives -1: no NaN. Near 0 the subtraction loses relative (not absolute) precision:
+    the error stays below 1e-16. float32 data (`single`, a compile-time constant): tanh_float32,
+    in float32 arithmetic (twice the lanes per instruction, within ~2 ulp of float32)."""
+    if single:
+        return tanh_float32(x)
     return 1.0 - 2.0 / (_exp(2.0 * x) + 1.0)
+
+
+@inline
+def _gate(x, single):
+    """sigmoid(x), a GRU gate; in float32 arithmetic for float32 data, as _tanh."""
+    if single:
+        return sigmoid_float32(x)
+    return _sigmoid(x)
 
 
 @kernel
 def gru_step_forward(gi, gi_off, gh, h, h_off, b_ih, b_hh, lengths, has_lengths, t,
-                     out, out_off, ws, ws_off, B, H):
+                     out, out_off, ws, ws_off, B, H, single):
     """out[b] = h'[b] (rows of H at out_off + b*H); gi rows of 3H at gi_off, gh packed (B, 3H),
     h rows of H at h_off; b_ih, b_hh (3H) (zeros for a GRU without biases); ws rows of 4H at ws_off."""
     GI, GH, HS, O, WS = as_array(gi), as_array(gh), as_array(h), as_array(out), as_array(ws)
@@ -74,13 +87,13 @@ def gru_step_forward(gi, gi_off, gh, h, h_off, b_ih, b_hh, lengths, has_lengths,
         # One loop per equation: a loop touching a dozen arrays is not vectorised (LLVM would
         # have to check every pair for overlap first), one touching four or five is.
         for j in range(H):
-            w_r[j] = _sigmoid(gi_r[j] + b_ir[j] + gh_r[j] + b_hr[j])
+            w_r[j] = _gate(gi_r[j] + b_ir[j] + gh_r[j] + b_hr[j], single)
         for j in range(H):
-            w_z[j] = _sigmoid(gi_z[j] + b_iz[j] + gh_z[j] + b_hz[j])
+            w_z[j] = _gate(gi_z[j] + b_iz[j] + gh_z[j] + b_hz[j], single)
         for j in range(H):
             w_g[j] = gh_n[j] + b_hn[j]
         for j in range(H):
-            w_n[j] = _tanh(gi_n[j] + b_in[j] + w_r[j] * w_g[j])
+            w_n[j] = _tanh(gi_n[j] + b_in[j] + w_r[j] * w_g[j], single)
         for j in range(H):
             h_new[j] = (1.0 - w_z[j]) * w_n[j] + w_z[j] * h_prev[j]
 
@@ -136,6 +149,8 @@ def gru_step_backward(g, g_off, use_g, carry, m, use_m, h, h_off, ws, ws_off, le
 
 
 # The interface (kernels/tiers.py). One version: these loops are already the plain ones, so the
-# reference and fast tiers bind the same functions.
-_KERNELS = dict(gru_step_forward=gru_step_forward, gru_step_backward=gru_step_backward)
+# reference and fast tiers bind the same functions. The forward is compiled per typecode with
+# `single` a constant (jit.by_typecode's F), so float32 steps keep only their float32 loops.
+_KERNELS = dict(GRU_STEP_FORWARD=by_typecode(gru_step_forward, "T i T T i T T @q b i T i T i i i F"),
+                gru_step_backward=gru_step_backward)
 register(globals(), reference=_KERNELS, fast=_KERNELS)

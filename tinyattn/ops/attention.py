@@ -45,7 +45,9 @@ class AdditiveScore(Function):
         pk, q, v = packed(pk), packed(q), packed(v)
         t = _empty((B, S, A), pk.dtype)
         scores = _empty((B, S), pk.dtype)
-        KA.additive_score_forward(pk._data, q._data, v._data, t._data, scores._data, B, S, A)
+        KA.ADDITIVE_SCORE_FORWARD[pk.dtype.typecode](pk._data, q._data, v._data, t._data,
+                                                     scores._data, B, S, A,
+                                                     pk.dtype.typecode == "f")
         ctx.save_for_backward(t, v)
         return scores
 

@@ -58,12 +58,12 @@ class GRUSequence(Function):
         bi, bh = _bias_buffers(b_ih, b_hh, dt, H)
         lens, has_len = (lengths, True) if lengths is not None else (array("q", [0]), False)
         w_hh_t = transposed(w_hh)  # (H, 3H), a view
+        step, single = KR.GRU_STEP_FORWARD[dt.typecode], dt.typecode == "f"
         h = packed(h0)  # the state entering the step: h0, then a row block of hs
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
             gh = mm_raw(h, w_hh_t)  # (B, 3H)
-            KR.gru_step_forward(gi._data, t * B * H3, gh._data, h._data, h._offset, bi, bh,
-                                lens, has_len, t, hs._data, t * B * H, ws._data,
-                                t * B * 4 * H, B, H)
+            step(gi._data, t * B * H3, gh._data, h._data, h._offset, bi, bh, lens, has_len, t,
+                 hs._data, t * B * H, ws._data, t * B * 4 * H, B, H, single)
             h = _rows(hs, t * B * H, (B, H))
         ctx.ws = ws
         ctx.hs = hs.detach()  # not hs itself: a node must not point to its own output
@@ -131,8 +131,9 @@ class GRUCell(Function):
         bi, bh = _bias_buffers(b_ih, b_hh, dt, H)
         out = _empty((B, H), dt)
         ws = _empty((B, 4 * H), dt)
-        KR.gru_step_forward(gi._data, 0, gh._data, h._data, 0, bi, bh,
-                            array("q", [0]), False, 0, out._data, 0, ws._data, 0, B, H)
+        KR.GRU_STEP_FORWARD[dt.typecode](gi._data, 0, gh._data, h._data, 0, bi, bh,
+                                         array("q", [0]), False, 0, out._data, 0, ws._data, 0,
+                                         B, H, dt.typecode == "f")
         ctx.ws = ws
         ctx.h = h
         return out
