@@ -74,6 +74,7 @@ def test_reused_contents_never_show(on, monkeypatch):
     # Every buffer handed out is filled with NaN first; the ops must overwrite all of it.
     monkeypatch.setattr(_recycle, "POISON", True)
     monkeypatch.setattr(_recycle, "MIN_BYTES", 0)
+    monkeypatch.setattr(sys.modules["tinyattn.tensor"], "_SMALL", 0)
     for _ in range(3):          # fresh buffers, then reused ones
         a = ta.tensor([[1.0, 2.0], [3.0, 4.0]])
         b = ta.tensor([[5.0, 6.0], [7.0, 8.0]])
