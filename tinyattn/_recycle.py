@@ -33,7 +33,7 @@ ENABLED = _MODE != "0"
 POISON = _MODE == "poison"
 if POISON:
     MIN_BYTES = 0
-_POISON = {"f": math.nan, "d": math.nan, "B": 0xA5, "b": -0x5B, "i": -0x5A5A5A5A,
+_POISON = {"f": math.nan, "d": math.nan, "B": 0xA5, "i": -0x5A5A5A5A,
            "q": -0x5A5A5A5A5A5A5A5A}
 
 _pool = {}      # (typecode, n) -> the buffers of that size handed out, alive or dead
@@ -65,9 +65,7 @@ def take(zero, n):
         return zero * n
     key = (zero.typecode, n)
     with _lock:
-        bufs = _pool.get(key)
-        if bufs is None:
-            bufs = _pool[key] = []
+        bufs = _pool.setdefault(key, [])
         for buf in bufs:
             if _refs(buf) == _DEAD:
                 if on_reuse is not None:

@@ -621,7 +621,7 @@ def _make(data, shape, dtype, strides=None, offset=0, packed=None):
 def _empty(shape, dtype):
     """A packed tensor for a kernel to fill: its contents are arbitrary, and the kernel must write
     every element. A big buffer may be a dead output's (tinyattn/_recycle.py), which saves the
-    zero-fill that a fresh array.array costs; ops that need zeros ask for them (``zeros_buffer``).
+    zero-fill that a fresh array.array costs; ops that need zeros ask for them (``_zeros``).
 
     `_make(_recycle.take(zero, numel(shape)), shape, dtype)`, written out: every op's output comes
     from here, and at small sizes the function calls would cost more than the kernel's work."""
@@ -649,10 +649,7 @@ def _empty(shape, dtype):
 def _zeros(shape, dtype):
     """A fresh packed tensor of zeros: for a kernel that adds into its output, or leaves some of
     it untouched."""
-    n = 1
-    for d in shape:
-        n *= d
-    return _make(_ZERO_BUFFERS[dtype] * n, shape, dtype)
+    return _make(_dt.zeros_buffer(dtype, _shapes.numel(shape)), shape, dtype)
 
 
 _new_tensor = object.__new__   # a bare Tensor; Tensor.__new__ is the legacy constructor

@@ -259,7 +259,7 @@ def tanh_float32(x):
 @inline
 def sigmoid_float32(x):
     """1 / (1 + e^-x) in float32 arithmetic, for float32 data (e^-x = inf gives 0, 0 gives 1)."""
-    return f32(1.0) / (f32(1.0) + exp_float32(f32(0.0) - x))
+    return f32(1.0) / (f32(1.0) + exp_float32(-x))
 
 
 def flip32(b):
