@@ -184,11 +184,10 @@ NC = max(4 * NR, min(512, l2_cache_bytes() // 2 // (KC * 4)) // NR * NR)
 # many rows a row-major B is read in place (it is small and stays in cache anyway).
 PACK_B_MIN_ROWS = 64
 
-# Scratch layout, per thread: [packed B panel | packed A edge strip | packed B edge strip | C tile]
+# Scratch layout, per thread: [packed B panel | packed A edge strip | C tile]
 _S_BPANEL = 0
 _S_AEDGE = _S_BPANEL + KC * NC
-_S_BEDGE = _S_AEDGE + MR * KC
-_S_TILE = _S_BEDGE + KC * NR
+_S_TILE = _S_AEDGE + MR * KC
 SCRATCH_SIZE = _S_TILE + MR * NR
 
 
@@ -253,9 +252,13 @@ def _bmm_blocked(a_buf, a_off, a_sb0, a_sb1, a_sm, a_sk,
                             b_src, b_pos, b_ps = S, _S_BPANEL + jr * kc, NR
                         elif nr == NR:          # row-major B, full strip: read it in place
                             b_src, b_pos, b_ps = B, b_panel + jr, b_sk
-                        else:                   # last, narrow strip: pad it with zeros
-                            _pack_b_strip(B, b_panel + jr, b_sk, 1, kc, nr, S, _S_BEDGE)
-                            b_src, b_pos, b_ps = S, _S_BEDGE, NR
+                        else:                   # last, narrow strip: padded with zeros, packed
+                            # where the panel would hold it. (The same argument types as the
+                            # call above: a constant here, such as b_sn's 1, made numba compile
+                            # _pack_b_strip a second time, 1.2 s of a cold start.)
+                            _pack_b_strip(B, b_panel + jr * b_sn, b_sk, b_sn, kc, nr,
+                                          S, _S_BPANEL + jr * kc)
+                            b_src, b_pos, b_ps = S, _S_BPANEL + jr * kc, NR
                         for ir in range(ic, ic + mc, MR):  # MR rows of A: one micro-kernel call
                             mr = min(MR, ic + mc - ir)
                             a_pos = a_base + ir * a_sm + pc * a_sk
