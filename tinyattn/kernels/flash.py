@@ -45,13 +45,12 @@ import math
 import threading
 
 import numba
-from numba import njit
 
 from . import threads
 from .buffers import as_array
 from .exp import (exp, exp_float32_nonpositive, f32, from_order_key, from_order_key32, order_key,
                   order_key32)
-from .jit import inline, kernel, vector_kernel
+from .jit import cached, inline, kernel, vector_kernel
 from .matmul import MR, NR, _micro
 from .tiers import register
 
@@ -175,7 +174,7 @@ def block_sizes(L, S):
     return min(BR, _up(max(L, 1), MR)), min(BC, _up(max(S, 1), NR))
 
 
-@njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
+@cached(nogil=True, error_model="numpy", fastmath={"contract"})
 def _tile_mm(a, a_pos, a_rs, a_ps, b, b_pos, b_ss, b_ps, kc, c, c_pos, c_rs, M, N, accumulate):
     """C[:M, :N] (+)= A[:M, :kc] @ B[:kc, :N] with the micro-kernel of matmul.py; M a multiple of
     MR, N of NR. A[i, p] = a[a_pos + i*a_rs + p*a_ps], C[i, j] = c[c_pos + i*c_rs + j], and B in
@@ -326,7 +325,7 @@ def forward_scratch_size(L, S, E, Ev, br, bc):
     return E * _up(S, bc) + _up(S, bc) * _up(Ev, NR) + br * E + br * bc + br * _up(Ev, NR) + 2 * br
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@cached(nogil=True, error_model="numpy")
 def _forward_units(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causal, scale,
                    out, lse, nb1, L, S, E, Ev, br, bc, u0, u1, scratch, single):
     """Units u0 <= u < u1 of the forward: unit u is query block (u % nqb) of head u // nqb."""
@@ -413,7 +412,7 @@ def backward_scratch_size(L, S, E, Ev, br, bc):
             + bc * Ep + bc * Evp)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@cached(nogil=True, error_model="numpy")
 def _backward_heads(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask,
                     causal, scale, dq, dk, dv, nb1, L, S, E, Ev, br, bc, b0, b1, scratch, single):
     """Heads b0 <= b < b1 of the backward."""

@@ -16,25 +16,78 @@ A kernel defined where numba has no file to cache it next to (the interactive in
 While kernels compile (the first run on a machine, or after a kernel changed), a one-line message
 says so on stderr: compiling what a demo needs takes ~10-25 s, and a silent pause looks like a hang.
 Compiled code is cached on disk (``__pycache__``, or ``NUMBA_CACHE_DIR``), so later runs load it.
+The first compile also starts ahead.py's second process, which compiles what a training step
+will need meanwhile; saves to the cache hold a file lock, so that two processes can share it.
 
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 import array
+import contextlib
 import os
 import sys
 
 import numba
 from numba import njit
 from numba.core import event as _event
+from numba.core.caching import FunctionCache
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock (and no compile-ahead process, see ahead.py)
+    fcntl = None
 
 
 def _njit(fn, **options):
     try:
-        return njit(cache=True, **options)(fn)
+        dispatcher = njit(cache=True, **options)(fn)
     except RuntimeError as e:  # "cannot cache function ...: no locator available for file ..."
         if "cannot cache" not in str(e):
             raise
         return njit(**options)(fn)
+    if type(getattr(dispatcher, "_cache", None)) is FunctionCache:  # (None: NUMBA_DISABLE_JIT)
+        dispatcher._cache = _LockedCache(dispatcher.py_func)
+    return dispatcher
+
+
+def cached(**options):
+    """``@cached(nogil=True, ...)``: numba's ``njit`` with these options, cached on disk like every
+    kernel here; for the few kernels whose options are none of the decorators below."""
+    return lambda fn: _njit(fn, **options)
+
+
+class _LockedCache(FunctionCache):
+    """numba's disk cache of one function, with its writes serialised across processes.
+
+    numba saves a compiled signature in two files: it reads the function's index, picks the first
+    free data-file name, rewrites the index, then writes the data. Two processes saving two
+    signatures of one kernel at the same moment can pick the same name, and the index can then
+    point one signature at the other's machine code (numba issues #4807 and #10128: its developers
+    suggest a file lock). With ahead.py's second process compiling beside this one that is no
+    longer a remote case, so each save holds an exclusive lock on a file in the cache folder."""
+
+    def save_overload(self, sig, data):
+        with _cache_lock(self._impl.locator):
+            super().save_overload(sig, data)
+
+
+@contextlib.contextmanager
+def _cache_lock(locator):
+    fd = None
+    if fcntl is not None:
+        try:
+            locator.ensure_cache_path()
+            fd = os.open(os.path.join(locator.get_cache_path(), "tinyattn-cache.lock"),
+                         os.O_RDWR | os.O_CREAT, 0o666)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:  # a read-only cache: numba's save fails too, and says so itself
+            if fd is not None:
+                os.close(fd)
+            fd = None
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)  # releases the lock
 
 
 def kernel(fn):
@@ -98,27 +151,31 @@ class by_typecode(dict):
         self.fn = fn
         self.spec = spec.split()
 
+    def signature(self, key):
+        """The numba argument types of entry `key`."""
+        typecode, *constants = key if isinstance(key, tuple) else (key,)
+        args = []
+        for s in self.spec:
+            if s == "T" or s.startswith("@"):
+                args.append(numba.typeof(array.array(typecode if s == "T" else s[1:])))
+            elif s == "S":
+                args.append(numba.float64 if typecode in "fd" else numba.int64)
+            elif s == "L":
+                args.append(numba.types.IntegerLiteral(constants.pop(0)))
+            elif s == "K":
+                args.append(numba.types.BooleanLiteral(bool(constants.pop(0))))
+            elif s == "F":
+                args.append(numba.types.BooleanLiteral(typecode == "f"))
+            else:
+                args.append({"i": numba.int64, "f": numba.float64, "b": numba.boolean}[s])
+        return tuple(args)
+
     def __missing__(self, key):
         fn = self.fn
-        typecode, *constants = key if isinstance(key, tuple) else (key,)
         if isinstance(fn, numba.core.dispatcher.Dispatcher):
-            args = []
-            for s in self.spec:
-                if s == "T" or s.startswith("@"):
-                    args.append(numba.typeof(array.array(typecode if s == "T" else s[1:])))
-                elif s == "S":
-                    args.append(numba.float64 if typecode in "fd" else numba.int64)
-                elif s == "L":
-                    args.append(numba.types.IntegerLiteral(constants.pop(0)))
-                elif s == "K":
-                    args.append(numba.types.BooleanLiteral(bool(constants.pop(0))))
-                elif s == "F":
-                    args.append(numba.types.BooleanLiteral(typecode == "f"))
-                else:
-                    args.append({"i": numba.int64, "f": numba.float64, "b": numba.boolean}[s])
             # compile() loads the signature from the disk cache when it is there; it returns the
             # entry point, the same function numba's dispatcher calls once it has found it.
-            fn = fn.compile(tuple(args))
+            fn = fn.compile(self.signature(key))
         self[key] = fn
         return fn
 
@@ -130,19 +187,23 @@ _said = False
 
 class _CompileMessage(_event.Listener):
     """Prints one line the first time numba compiles anything of tinyattn's in this process (a
-    kernel found in the disk cache is loaded, not compiled, and says nothing)."""
+    kernel found in the disk cache is loaded, not compiled, and says nothing), and starts the
+    compile-ahead process (ahead.py) then."""
 
     def on_start(self, event):
         global _said
-        if _said or os.environ.get("TINYATTN_QUIET_COMPILE") == "1":
+        if _said:
             return
         disp = event.data.get("dispatcher") if isinstance(event.data, dict) else None
         module = getattr(getattr(disp, "py_func", None), "__module__", "") or ""
         if module.startswith("tinyattn"):
             _said = True
-            print("tinyattn: compiling numba kernels for this machine (first run only, about "
-                  "10-25 s; the machine code is cached for the next runs) ...", file=sys.stderr,
-                  flush=True)
+            from . import ahead  # (not at the top: ahead.py names op codes of elementwise.py)
+            ahead.start()  # a second process compiles what a training step will need later
+            if os.environ.get("TINYATTN_QUIET_COMPILE") != "1":
+                print("tinyattn: compiling numba kernels for this machine (first run only, about "
+                      "10-25 s; the machine code is cached for the next runs) ...",
+                      file=sys.stderr, flush=True)
 
     def on_end(self, event):
         pass

@@ -59,7 +59,7 @@ from numba import njit
 
 from . import threads
 from .buffers import as_array, load, store
-from .jit import by_typecode, vector_kernel
+from .jit import by_typecode, cached, vector_kernel
 from .simd import l2_cache_bytes, transpose16, vload, vload_rows, vstore, vstore_rows
 from ._microkernel import MR, NR
 from ._microkernel import micro_kernel as _micro_vector
@@ -72,7 +72,7 @@ __all__ = ["bmm", "bmm_fast", "bmm_reference", "ensure_compiled"]
 # The reference kernel: the definition, used as the test oracle
 # ---------------------------------------------------------------------------------------------
 
-@njit(cache=True, nogil=True)
+@cached(nogil=True)
 def bmm_reference(a, a_off, a_sb0, a_sb1, a_sm, a_sk,
                   b, b_off, b_sb0, b_sb1, b_sk, b_sn,
                   out, nb0, nb1, M, N, K):
@@ -198,7 +198,7 @@ SCRATCH_SIZE = _S_TILE + MR * NR
 #         jr: NR (16) columns                      one strip of packed B (in L1)
 #           ir: MR (8) rows                        micro-kernel: an 8 x 16 tile of C,
 #                                                  C[ir:ir+8, jr:jr+16] (+)= A[ir:ir+8, pc:pc+KC] @ strip
-@njit(cache=True, nogil=True)
+@cached(nogil=True)
 def _bmm_blocked(a_buf, a_off, a_sb0, a_sb1, a_sm, a_sk,
                  b_buf, b_off, b_sb0, b_sb1, b_sk, b_sn,
                  out_buf, nb1, M, N, K, rows_per_unit, cols_per_unit, u0, u1, scratch_buf):
