@@ -23,8 +23,9 @@ compiles in worker processes for the same reason.
 - Writes to the cache are serialised across processes (jit._LockedCache).
 - ``TINYATTN_COMPILE_AHEAD=0`` turns it off.
 
-Measured on a 2-core AMD EPYC (Zen 3), `benchmarks/run.py`'s cold start (import, then the first
-training step of the demo transformer, empty cache): 22.4 s alone, 11.3-12.8 s with the helper.
+Measured on a 2-core AMD EPYC (Zen 3), the cold start of `benchmarks/run.py` (import, then the
+first training step of the demo transformer, empty cache): 21.7 s alone, 12.9-13.0 s with the
+helper in the same child run by hand, 11.0-11.1 s in two runs of run.py (16.8-23.7 s before).
 """
 import os
 import subprocess
