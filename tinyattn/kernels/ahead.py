@@ -27,9 +27,12 @@ Measured on a 2-core AMD EPYC (Zen 3), the cold start of `benchmarks/run.py` (im
 first training step of the demo transformer, empty cache): 21.7 s alone, 12.9-13.0 s with the
 helper in the same child run by hand, 11.0-11.1 s in two runs of run.py (16.8-23.7 s before).
 """
+import atexit
+import importlib
 import os
 import subprocess
 import sys
+import threading
 
 from .elementwise import ADD, MUL, RELU
 
@@ -107,8 +110,6 @@ def start():
             env=env, cwd=root)
     except OSError:
         return None
-    import atexit
-    import threading
     atexit.register(_stop)
     # Reap it as soon as it is done with the list, so that no <defunct> entry stays behind it.
     threading.Thread(target=_helper.wait, daemon=True, name="tinyattn-ahead-reaper").start()
@@ -116,16 +117,13 @@ def start():
 
 
 def _stop():
-    # Closing the pipe tells the helper to exit; waiting reaps it (no zombie, no ResourceWarning).
-    helper = _helper
-    if helper is None or helper.poll() is not None:
-        return
-    helper.stdin.close()
+    # Closing the pipe tells the helper to exit (if it is still running); waiting reaps it.
+    _helper.stdin.close()
     try:
-        helper.wait(timeout=2)
+        _helper.wait(timeout=2)
     except subprocess.TimeoutExpired:
-        helper.kill()
-        helper.wait()
+        _helper.kill()
+        _helper.wait()
 
 
 def _exit_when_parent_exits():
@@ -139,8 +137,6 @@ def _exit_when_parent_exits():
 
 def tables():
     """`STEP` as (`jit.by_typecode` table, key) pairs: ``table[key]`` compiles (or loads) one kernel."""
-    import importlib
-
     from .jit import by_typecode
     for module, name, key, *spec in STEP:
         kernel = getattr(importlib.import_module(f"{__package__}.{module}"), name)
@@ -149,8 +145,6 @@ def tables():
 
 def main():
     """The helper process: compile `STEP` from its end."""
-    import threading
-
     threading.Thread(target=_exit_when_parent_exits, daemon=True).start()
     try:
         os.nice(10)
