@@ -119,6 +119,32 @@ def test_long_rows_online_softmax_is_exact():
     assert abs(out.item() - sum(wi * j for j, wi in enumerate(w)) / sum(w)) < 1e-9
 
 
+# (float32 has no 3.0 case: scores ~1300 carry its rounding, ~1e-4, into every weight, on both
+# paths alike.)
+@pytest.mark.parametrize("step, dtype", [(s, d) for d in (ta.float32, ta.float64)
+                                         for s in (-0.2, 0.05, 0.2, 3.0)
+                                         if not (s == 3.0 and d == ta.float32)],
+                         ids=lambda x: str(x).replace("tinyattn.", ""))
+def test_lazy_rescale_paths(step, dtype):
+    # Scores s_ij = q_i . k_j / sqrt(E) + step * j that fall or grow along the keys, across key
+    # blocks of BC = 128. After a row's first block the kernel exponentiates with the old shift
+    # m; it keeps m while no score exceeds it by more than LAZY_RESCALE (16), else recomputes the
+    # block's scores and moves m. step -0.2: m never moves; 0.05: +6.4 per block, kept for two
+    # blocks, moved at the third (+19.2); 0.2 and 3.0: moved at every block (3.0: scores ~1300).
+    ta.manual_seed(9)
+    L, S, E = 70, 3 * KF.BC + 40, 8
+    assert 0.05 * KF.BC < KF.LAZY_RESCALE < 3 * 0.05 * KF.BC < 0.2 * KF.BC
+    q, k = ta.randn(1, 2, L, E, dtype=dtype), ta.randn(1, 2, S, E, dtype=dtype)
+    v = ta.randn(1, 2, S, 5, dtype=dtype)
+    growth = step * ta.arange(S, dtype=dtype)
+    _agree(q, k, v, attn_mask=ta.where(ta.rand(L, S) > 0.2, growth, -math.inf))
+    if abs(step) < 1:
+        # the same growth through the keys (q ~ 1, so q . k_j / sqrt(E) ~ step * j), causal
+        q = 1 + 0.1 * q
+        k = k * 0.01 + (growth / math.sqrt(E)).reshape(S, 1)
+        _agree(q, k, v, is_causal=True)
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_gradcheck(causal):
     ta.manual_seed(4)

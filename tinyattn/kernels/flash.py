@@ -31,7 +31,11 @@ summed in float64: the oracle. The fast tier is FlashAttention's tiling:
 2. Online softmax: each row keeps a running maximum m and normaliser l. When a block brings a
    larger maximum m', the sums so far are rescaled by exp(m - m'):  l <- l e^(m - m') + sum_j
    e^(s_j - m'),  o <- o e^(m - m') + sum_j e^(s_j - m') v_j. After the last block, o / l is the
-   softmax-weighted sum and m + log l is lse.
+   softmax-weighted sum and m + log l is lse. The shift m need not be the true maximum, only
+   close enough that e^(s_j - m) cannot overflow: after a row's first block, a block is
+   exponentiated with the old m in the same pass that finds its maximum, and m moves (with the
+   rescale) only when a score exceeds it by more than LAZY_RESCALE (FlashAttention-4's
+   conditional rescaling). One pass over the scores instead of two; ~4% of the forward.
 3. Causal masks skip every key block that lies wholly above the diagonal (half the work).
 4. Backward (FlashAttention-2's order): per head, key blocks outside, query blocks inside; dk and dv
    of a key block accumulate in scratch, dq in a per-head buffer. Five micro-kernel matmuls per
@@ -60,6 +64,10 @@ __all__ = ["flash_forward", "flash_backward", "BR", "BC"]
 # stay in L1/L2 while the micro-kernel runs over them. Multiples of MR (8) and NR (16).
 BR = 64
 BC = 128
+
+# How far a score may exceed the row's shift m before m must move: the weights e^(s - m) stay
+# <= e^16 ~ 9e6, so neither l nor o can overflow float32 (3.4e38) for any realistic S and |v|.
+LAZY_RESCALE = 16.0
 
 
 # ============================================================================ the reference tier
@@ -242,6 +250,64 @@ def _online_row(srow, nv, n, scale, mk, m_pos, m_ss, has_mask, m_old, single):
 
 
 @vector_kernel
+def _exp_row_shifted(srow, nv, n, scale, mk, m_pos, m_ss, has_mask, shift, single):
+    """One pass of the lazy online softmax: srow[j] = e^(s_j - shift) with s_j = scale * srow[j]
+    + mask_j for j < nv, 0 for nv <= j < n; returns (sum_j e^(s_j - shift), max_j s_j). The
+    caller uses the result only if max_j s_j - shift <= LAZY_RESCALE (so that the float32 exp,
+    valid below 88, was in range); otherwise it recomputes the scores (`_row_scores`)."""
+    if single:
+        s32 = f32(0.0)
+        sc = f32(scale)
+        sh = f32(shift)
+        key32 = order_key32(f32(-math.inf))
+        for j in range(nv):
+            x = srow[j] * sc
+            if has_mask:
+                x += mk[m_pos + j * m_ss]
+            key32 = max(key32, order_key32(x))
+            e = exp_float32_nonpositive(x - sh)
+            srow[j] = e
+            s32 += e
+        total = float(s32)
+        top = float(from_order_key32(key32))
+    else:
+        total = 0.0
+        key = order_key(-math.inf)
+        for j in range(nv):
+            x = srow[j] * scale
+            if has_mask:
+                x += mk[m_pos + j * m_ss]
+            key = max(key, order_key(x))
+            e = exp(x - shift)
+            srow[j] = e
+            total += e
+        top = from_order_key(key)
+    for j in range(nv, n):
+        srow[j] = 0.0
+    return total, top
+
+
+@cached(nogil=True, error_model="numpy", fastmath={"contract"})
+def _row_scores(a, a_pos, kt, kt_pos, E, srow, n, single):
+    """srow[j] = q . k_j for the n keys of a block: q = a[a_pos:a_pos+E], k_j from K^T in the
+    16-wide strips of `_pack_strips` starting at kt_pos. The scores of one row again, for the
+    rare block whose maximum is far above the row's shift (its exps overwrote them): summed in
+    the same order, precision and fused multiply-adds as the micro-kernel, so the same numbers."""
+    for j in range(n):
+        base = kt_pos + (j // NR) * NR * E + j % NR
+        if single:
+            acc32 = f32(0.0)
+            for e in range(E):
+                acc32 += a[a_pos + e] * kt[base + e * NR]
+            srow[j] = acc32
+        else:
+            acc = 0.0
+            for e in range(E):
+                acc += a[a_pos + e] * kt[base + e * NR]
+            srow[j] = acc
+
+
+@vector_kernel
 def _probs_row(srow, nv, n, scale, mk, m_pos, m_ss, has_mask, lse, single):
     """One row of a block pair in the backward: srow[j] = exp(scale * srow[j] + mask_j - lse)
     for j < nv (the forward's weights, recomputed), 0 for nv <= j < n."""
@@ -379,8 +445,15 @@ def _forward_units(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causa
                         srow[j] = 0.0
                     continue
                 m_old = W[mr + i]
-                m_new, l_blk = _online_row(srow, nv, bc, scale, Mk,
-                                           m_base + gi * m_sl + j0 * m_ss, m_ss, has_mask,
+                m_pos = m_base + gi * m_sl + j0 * m_ss
+                if m_old > -math.inf:       # lazy: exponentiate with the old shift, one pass
+                    l_blk, top = _exp_row_shifted(srow, nv, bc, scale, Mk, m_pos, m_ss,
+                                                  has_mask, m_old, single)
+                    if top <= m_old + LAZY_RESCALE:     # (False for NaN: the general path)
+                        W[lr + i] += l_blk
+                        continue
+                    _row_scores(a_src, a_pos + i * E, W, kt + j0 * E, E, srow, bc, single)
+                m_new, l_blk = _online_row(srow, nv, bc, scale, Mk, m_pos, m_ss, has_mask,
                                            m_old, single)
                 if m_new == -math.inf:      # all keys so far masked
                     continue
