@@ -36,7 +36,8 @@ summed in float64: the oracle. The fast tier is FlashAttention's tiling:
    exponentiated with the old m in the same pass that finds its maximum, and m moves (with the
    rescale) only when a score exceeds it by more than LAZY_RESCALE (FlashAttention-4's
    conditional rescaling). One pass over the scores instead of two; ~4% of the forward.
-3. Causal masks skip every key block that lies wholly above the diagonal (half the work).
+3. Causal masks skip every key block that lies wholly above the diagonal (half the work), and
+   the forward computes a query block's last key block only up to its last visible key.
 4. Backward (FlashAttention-2's order): per head, key blocks outside, query blocks inside; dk and dv
    of a key block accumulate in scratch, dq in a per-head buffer. Five micro-kernel matmuls per
    block pair: S = Q K^T, dV += P^T dO, dP = dO V^T, dK += dS^T Q, dQ += dS K.
@@ -245,16 +246,19 @@ def _online_row(srow, nv, n, scale, mk, m_pos, m_ss, has_mask, m_old, single):
         for j in range(n):
             srow[j] = 0.0
         return m_new, total
-    total = _exp_row(srow, nv, n, sc, m_new, single)
+    total, _ = _exp_row(srow, nv, n, sc, mk, m_pos, m_ss, False, m_new, False, single)
     return m_new, total
 
 
 @vector_kernel
-def _exp_row_shifted(srow, nv, n, scale, mk, m_pos, m_ss, has_mask, shift, single):
-    """One pass of the lazy online softmax: srow[j] = e^(s_j - shift) with s_j = scale * srow[j]
-    + mask_j for j < nv, 0 for nv <= j < n; returns (sum_j e^(s_j - shift), max_j s_j). The
-    caller uses the result only if max_j s_j - shift <= LAZY_RESCALE (so that the float32 exp,
-    valid below 88, was in range); otherwise it recomputes the scores (`_row_scores`)."""
+def _exp_row(srow, nv, n, scale, mk, m_pos, m_ss, has_mask, shift, want_max, single):
+    """srow[j] = e^(s_j - shift) with s_j = scale * srow[j] (+ mask_j if has_mask) for j < nv,
+    0 for nv <= j < n; returns (sum_j e^(s_j - shift), max_j s_j if want_max else -inf).
+    s_j - shift must stay below 88 (exp_float32_nonpositive's range). Three uses: the forward's
+    block after the maximum is known (`_online_row`); the forward's lazy pass, which keeps an
+    old shift and checks max_j s_j - shift <= LAZY_RESCALE afterwards (else the scores are
+    recomputed by `_row_scores`); the backward's p = e^(s - lse) without a mask (`_probs_row`).
+    has_mask and want_max hold for the whole loop: LLVM compiles one loop per case."""
     if single:
         s32 = f32(0.0)
         sc = f32(scale)
@@ -264,7 +268,8 @@ def _exp_row_shifted(srow, nv, n, scale, mk, m_pos, m_ss, has_mask, shift, singl
             x = srow[j] * sc
             if has_mask:
                 x += mk[m_pos + j * m_ss]
-            key32 = max(key32, order_key32(x))
+            if want_max:
+                key32 = max(key32, order_key32(x))
             e = exp_float32_nonpositive(x - sh)
             srow[j] = e
             s32 += e
@@ -277,7 +282,8 @@ def _exp_row_shifted(srow, nv, n, scale, mk, m_pos, m_ss, has_mask, shift, singl
             x = srow[j] * scale
             if has_mask:
                 x += mk[m_pos + j * m_ss]
-            key = max(key, order_key(x))
+            if want_max:
+                key = max(key, order_key(x))
             e = exp(x - shift)
             srow[j] = e
             total += e
@@ -310,43 +316,21 @@ def _row_scores(a, a_pos, kt, kt_pos, E, srow, n, single):
 @vector_kernel
 def _probs_row(srow, nv, n, scale, mk, m_pos, m_ss, has_mask, lse, single):
     """One row of a block pair in the backward: srow[j] = exp(scale * srow[j] + mask_j - lse)
-    for j < nv (the forward's weights, recomputed), 0 for nv <= j < n."""
-    if has_mask:
-        if single:
-            s32 = f32(scale)
-            l32 = f32(lse)
-            for j in range(nv):
-                srow[j] = exp_float32_nonpositive(srow[j] * s32 + mk[m_pos + j * m_ss] - l32)
-        else:
-            for j in range(nv):
-                srow[j] = exp(srow[j] * scale + mk[m_pos + j * m_ss] - lse)
-        for j in range(nv, n):
-            srow[j] = 0.0
-    else:
-        _exp_row(srow, nv, n, scale, lse, single)
-
-
-@vector_kernel
-def _exp_row(srow, nv, n, scale, shift, single):
-    """srow[j] = exp(scale * srow[j] - shift) for j < nv, 0 for nv <= j < n; returns the sum."""
+    for j < nv (the forward's weights, recomputed), 0 for nv <= j < n. With a mask, a loop of
+    its own: the same work inside `_exp_row` ran at 0.62 ns per element instead of 0.51 (Zen 3)."""
+    if not has_mask:
+        _exp_row(srow, nv, n, scale, mk, m_pos, m_ss, False, lse, False, single)
+        return
     if single:
-        s32 = f32(0.0)
-        sc = f32(scale)
-        sh = f32(shift)
+        s32 = f32(scale)
+        l32 = f32(lse)
         for j in range(nv):
-            e = exp_float32_nonpositive(srow[j] * sc - sh)
-            srow[j] = e
-            s32 += e
-        total = float(s32)
+            srow[j] = exp_float32_nonpositive(srow[j] * s32 + mk[m_pos + j * m_ss] - l32)
     else:
-        total = 0.0
         for j in range(nv):
-            e = exp(srow[j] * scale - shift)
-            srow[j] = e
-            total += e
+            srow[j] = exp(srow[j] * scale + mk[m_pos + j * m_ss] - lse)
     for j in range(nv, n):
         srow[j] = 0.0
-    return total
 
 
 @vector_kernel
@@ -434,26 +418,30 @@ def _forward_units(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causa
         m_base = m_off + (b // nb1) * m_s0 + (b % nb1) * m_s1
         n_keys = min(S, i0 + rows) if causal else S     # causal: no key beyond the last row
         for j0 in range(0, n_keys, bc):
-            # scores of the block pair: (br, E) @ (E, bc)
-            _tile_mm(a_src, a_pos, E, 1, W, kt + j0 * E, NR * E, NR, E, W, sb, bc, br, bc, False)
+            # Only the block's columns up to its last visible key (rounded up to the tile's 16):
+            # the last block of a causal row, or of a sequence that is not a multiple of bc.
+            # Causal forward, T = 1024, Zen 3: 5% faster (20.5 -> 19.5 ms, 8 of 8 rounds).
+            nc = min(bc, (n_keys - j0 + NR - 1) // NR * NR)
+            # scores of the block pair: (br, E) @ (E, nc)
+            _tile_mm(a_src, a_pos, E, 1, W, kt + j0 * E, NR * E, NR, E, W, sb, bc, br, nc, False)
             for i in range(br):
                 srow = W[sb + i * bc:sb + (i + 1) * bc]
                 gi = i0 + i
                 nv = _visible(S, j0, bc, gi, causal)
                 if i >= rows or nv <= 0:    # padding row, or no key of this block is visible
-                    for j in range(bc):
+                    for j in range(nc):
                         srow[j] = 0.0
                     continue
                 m_old = W[mr + i]
                 m_pos = m_base + gi * m_sl + j0 * m_ss
                 if m_old > -math.inf:       # lazy: exponentiate with the old shift, one pass
-                    l_blk, top = _exp_row_shifted(srow, nv, bc, scale, Mk, m_pos, m_ss,
-                                                  has_mask, m_old, single)
+                    l_blk, top = _exp_row(srow, nv, nc, scale, Mk, m_pos, m_ss, has_mask,
+                                          m_old, True, single)
                     if top <= m_old + LAZY_RESCALE:     # (False for NaN: the general path)
                         W[lr + i] += l_blk
                         continue
-                    _row_scores(a_src, a_pos + i * E, W, kt + j0 * E, E, srow, bc, single)
-                m_new, l_blk = _online_row(srow, nv, bc, scale, Mk, m_pos, m_ss, has_mask,
+                    _row_scores(a_src, a_pos + i * E, W, kt + j0 * E, E, srow, nc, single)
+                m_new, l_blk = _online_row(srow, nv, nc, scale, Mk, m_pos, m_ss, has_mask,
                                            m_old, single)
                 if m_new == -math.inf:      # all keys so far masked
                     continue
@@ -463,8 +451,8 @@ def _forward_units(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causa
                     _scale_row(W[ob + i * Evp:ob + (i + 1) * Evp], Evp, alpha)
                 W[lr + i] += l_blk
                 W[mr + i] = m_new
-            # output accumulator += p @ V_blk: (br, bc) @ (bc, Evp)
-            _tile_mm(W, sb, bc, 1, W, vp + j0 * Evp, NR, Evp, bc, W, ob, Evp, br, Evp, True)
+            # output accumulator += p @ V_blk: (br, nc) @ (nc, Evp)
+            _tile_mm(W, sb, bc, 1, W, vp + j0 * Evp, NR, Evp, nc, W, ob, Evp, br, Evp, True)
         for i in range(rows):
             o = (b * L + i0 + i) * Ev
             total = W[lr + i]
