@@ -317,3 +317,59 @@ def order_key32(x):
 def from_order_key32(k):
     """The float32 whose order_key32 is k (a Python float when interpreted)."""
     return bits_float32(flip32(k))
+
+
+# --------------------------------------------------------------------------- one loop, either width
+# A row loop written once with these four runs in its row's own precision: for a float32 row the
+# float32 functions above (32-bit lanes, twice as many per vector), for a float64 row the float64
+# ones; numba picks by type when it compiles. Interpreted, the float64 versions serve both.
+
+
+def like(value, row):
+    """value as a number of row's element type: a float32 for a float32 row (so that arithmetic
+    with it stays float32), a float64 otherwise."""
+    return float(value)
+
+
+def exp_below_88(x):
+    """e^x for x < 88, in x's precision: `exp_float32_nonpositive` for a float32, `exp` for a
+    float64."""
+    return exp(x)
+
+
+def row_key(x):
+    """`order_key32` of a float32, `order_key` of a float64."""
+    return order_key(x)
+
+
+def from_row_key(k):
+    """The float whose `row_key` is k (int32: float32, int64: float64)."""
+    return from_order_key(k)
+
+
+@overload(like)
+def _like_jit(value, row):
+    if isinstance(row, types.Array) and row.dtype == types.float32:
+        return lambda value, row: numba.float32(value)
+    return lambda value, row: float(value)
+
+
+@overload(exp_below_88)
+def _exp_below_88_jit(x):
+    if x == types.float32:
+        return lambda x: exp_float32_nonpositive(x)
+    return lambda x: exp(x)
+
+
+@overload(row_key)
+def _row_key_jit(x):
+    if x == types.float32:
+        return lambda x: order_key32(x)
+    return lambda x: order_key(x)
+
+
+@overload(from_row_key)
+def _from_row_key_jit(k):
+    if isinstance(k, types.Integer) and k.bitwidth == 32:
+        return lambda k: from_order_key32(k)
+    return lambda k: from_order_key(k)

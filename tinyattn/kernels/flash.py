@@ -53,8 +53,8 @@ import numba
 
 from . import threads
 from .buffers import as_array
-from .exp import (exp, exp_float32_nonpositive, f32, from_order_key, from_order_key32, order_key,
-                  order_key32)
+from .exp import (exp, exp_below_88, exp_float32_nonpositive, f32, from_order_key,
+                  from_order_key32, from_row_key, like, order_key, order_key32, row_key)
 from .jit import cached, inline, kernel, vector_kernel
 from .matmul import MR, NR, _micro
 from .tiers import register
@@ -246,51 +246,36 @@ def _online_row(srow, nv, n, scale, mk, m_pos, m_ss, has_mask, m_old, single):
         for j in range(n):
             srow[j] = 0.0
         return m_new, total
-    total, _ = _exp_row(srow, nv, n, sc, mk, m_pos, m_ss, False, m_new, False, single)
+    total, _ = _exp_row(srow, nv, n, sc, mk, m_pos, m_ss, False, m_new, False)
     return m_new, total
 
 
 @vector_kernel
-def _exp_row(srow, nv, n, scale, mk, m_pos, m_ss, has_mask, shift, want_max, single):
+def _exp_row(srow, nv, n, scale, mk, m_pos, m_ss, has_mask, shift, want_max):
     """srow[j] = e^(s_j - shift) with s_j = scale * srow[j] (+ mask_j if has_mask) for j < nv,
-    0 for nv <= j < n; returns (sum_j e^(s_j - shift), max_j s_j if want_max else -inf).
-    s_j - shift must stay below 88 (exp_float32_nonpositive's range). Three uses: the forward's
-    block after the maximum is known (`_online_row`); the forward's lazy pass, which keeps an
-    old shift and checks max_j s_j - shift <= LAZY_RESCALE afterwards (else the scores are
-    recomputed by `_row_scores`); the backward's p = e^(s - lse) without a mask (`_probs_row`).
-    has_mask and want_max hold for the whole loop: LLVM compiles one loop per case."""
-    if single:
-        s32 = f32(0.0)
-        sc = f32(scale)
-        sh = f32(shift)
-        key32 = order_key32(f32(-math.inf))
-        for j in range(nv):
-            x = srow[j] * sc
-            if has_mask:
-                x += mk[m_pos + j * m_ss]
-            if want_max:
-                key32 = max(key32, order_key32(x))
-            e = exp_float32_nonpositive(x - sh)
-            srow[j] = e
-            s32 += e
-        total = float(s32)
-        top = float(from_order_key32(key32))
-    else:
-        total = 0.0
-        key = order_key(-math.inf)
-        for j in range(nv):
-            x = srow[j] * scale
-            if has_mask:
-                x += mk[m_pos + j * m_ss]
-            if want_max:
-                key = max(key, order_key(x))
-            e = exp(x - shift)
-            srow[j] = e
-            total += e
-        top = from_order_key(key)
+    0 for nv <= j < n; returns (sum_j e^(s_j - shift), max_j s_j if want_max else -inf), in the
+    row's own precision (exp.py's `like`, `row_key`, `exp_below_88`). s_j - shift must stay
+    below 88. Three uses: the forward's block after the maximum is known (`_online_row`); the
+    forward's lazy pass, which keeps an old shift and checks max_j s_j - shift <= LAZY_RESCALE
+    afterwards (else the scores are recomputed by `_row_scores`); the backward's p = e^(s - lse)
+    without a mask (`_probs_row`). has_mask and want_max hold for the whole loop: LLVM compiles
+    one loop per case."""
+    sc = like(scale, srow)
+    sh = like(shift, srow)
+    total = like(0.0, srow)
+    key = row_key(like(-math.inf, srow))
+    for j in range(nv):
+        x = srow[j] * sc
+        if has_mask:
+            x += mk[m_pos + j * m_ss]
+        if want_max:
+            key = max(key, row_key(x))
+        e = exp_below_88(x - sh)
+        srow[j] = e
+        total += e
     for j in range(nv, n):
         srow[j] = 0.0
-    return total, top
+    return float(total), float(from_row_key(key))
 
 
 @cached(nogil=True, error_model="numpy", fastmath={"contract"})
@@ -319,7 +304,7 @@ def _probs_row(srow, nv, n, scale, mk, m_pos, m_ss, has_mask, lse, single):
     for j < nv (the forward's weights, recomputed), 0 for nv <= j < n. With a mask, a loop of
     its own: the same work inside `_exp_row` ran at 0.62 ns per element instead of 0.51 (Zen 3)."""
     if not has_mask:
-        _exp_row(srow, nv, n, scale, mk, m_pos, m_ss, False, lse, False, single)
+        _exp_row(srow, nv, n, scale, mk, m_pos, m_ss, False, lse, False)
         return
     if single:
         s32 = f32(scale)
@@ -436,7 +421,7 @@ def _forward_units(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causa
                 m_pos = m_base + gi * m_sl + j0 * m_ss
                 if m_old > -math.inf:       # lazy: exponentiate with the old shift, one pass
                     l_blk, top = _exp_row(srow, nv, nc, scale, Mk, m_pos, m_ss, has_mask,
-                                          m_old, True, single)
+                                          m_old, True)
                     if top <= m_old + LAZY_RESCALE:     # (False for NaN: the general path)
                         W[lr + i] += l_blk
                         continue
