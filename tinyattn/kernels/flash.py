@@ -53,8 +53,7 @@ import numba
 
 from . import threads
 from .buffers import as_array
-from .exp import (exp, exp_below_88, exp_float32_nonpositive, f32, from_order_key,
-                  from_order_key32, from_row_key, like, order_key, order_key32, row_key)
+from .exp import exp_below_88, from_row_key, like, row_key
 from .jit import cached, inline, kernel, vector_kernel
 from .matmul import MR, NR, _micro
 from .tiers import register
@@ -208,38 +207,25 @@ def _visible(S, j0, bc, gi, causal):
 
 
 @vector_kernel
-def _online_row(srow, nv, n, scale, mk, m_pos, m_ss, has_mask, m_old, single):
+def _online_row(srow, nv, n, scale, mk, m_pos, m_ss, has_mask, m_old):
     """One row of a block pair in the forward: raw scores q_i . k_j in srow[:nv] become
     p_j = exp(s_j - m_new), s_j = scale * srow[j] + mask_j, with m_new = max(m_old, max_j s_j);
     srow[nv:n] = 0. Returns (m_new, sum_j p_j); (-inf, 0) when every s_j so far is -inf."""
     sc = scale
     if has_mask or scale <= 0.0:        # s_j must be formed (and stored) before its maximum
         sc = 1.0
-        if single:
-            s32 = f32(scale)
-            if has_mask:
-                for j in range(nv):
-                    srow[j] = srow[j] * s32 + mk[m_pos + j * m_ss]
-            else:
-                for j in range(nv):
-                    srow[j] = srow[j] * s32
-        elif has_mask:
+        s_row = like(scale, srow)
+        if has_mask:
             for j in range(nv):
-                srow[j] = srow[j] * scale + mk[m_pos + j * m_ss]
+                srow[j] = srow[j] * s_row + mk[m_pos + j * m_ss]
         else:
             for j in range(nv):
-                srow[j] = srow[j] * scale
+                srow[j] = srow[j] * s_row
     # max_j s_j = scale * max_j srow[j] (scale > 0), as a vectorised integer maximum (exp.py)
-    if single:
-        key32 = order_key32(f32(-math.inf))
-        for j in range(nv):
-            key32 = max(key32, order_key32(srow[j]))
-        top = float(from_order_key32(key32))
-    else:
-        key = order_key(-math.inf)
-        for j in range(nv):
-            key = max(key, order_key(srow[j]))
-        top = from_order_key(key)
+    key = row_key(like(-math.inf, srow))
+    for j in range(nv):
+        key = max(key, row_key(srow[j]))
+    top = float(from_row_key(key))
     m_new = max(m_old, top * sc)
     total = 0.0
     if m_new == -math.inf:
@@ -279,41 +265,31 @@ def _exp_row(srow, nv, n, scale, mk, m_pos, m_ss, has_mask, shift, want_max):
 
 
 @cached(nogil=True, error_model="numpy", fastmath={"contract"})
-def _row_scores(a, a_pos, kt, kt_pos, E, srow, n, single):
+def _row_scores(a, a_pos, kt, kt_pos, E, srow, n):
     """srow[j] = q . k_j for the n keys of a block: q = a[a_pos:a_pos+E], k_j from K^T in the
     16-wide strips of `_pack_strips` starting at kt_pos. The scores of one row again, for the
     rare block whose maximum is far above the row's shift (its exps overwrote them): summed in
     the same order, precision and fused multiply-adds as the micro-kernel, so the same numbers."""
     for j in range(n):
         base = kt_pos + (j // NR) * NR * E + j % NR
-        if single:
-            acc32 = f32(0.0)
-            for e in range(E):
-                acc32 += a[a_pos + e] * kt[base + e * NR]
-            srow[j] = acc32
-        else:
-            acc = 0.0
-            for e in range(E):
-                acc += a[a_pos + e] * kt[base + e * NR]
-            srow[j] = acc
+        acc = like(0.0, srow)
+        for e in range(E):
+            acc += a[a_pos + e] * kt[base + e * NR]
+        srow[j] = acc
 
 
 @vector_kernel
-def _probs_row(srow, nv, n, scale, mk, m_pos, m_ss, has_mask, lse, single):
+def _probs_row(srow, nv, n, scale, mk, m_pos, m_ss, has_mask, lse):
     """One row of a block pair in the backward: srow[j] = exp(scale * srow[j] + mask_j - lse)
     for j < nv (the forward's weights, recomputed), 0 for nv <= j < n. With a mask, a loop of
     its own: the same work inside `_exp_row` ran at 0.62 ns per element instead of 0.51 (Zen 3)."""
     if not has_mask:
         _exp_row(srow, nv, n, scale, mk, m_pos, m_ss, False, lse, False)
         return
-    if single:
-        s32 = f32(scale)
-        l32 = f32(lse)
-        for j in range(nv):
-            srow[j] = exp_float32_nonpositive(srow[j] * s32 + mk[m_pos + j * m_ss] - l32)
-    else:
-        for j in range(nv):
-            srow[j] = exp(srow[j] * scale + mk[m_pos + j * m_ss] - lse)
+    sc = like(scale, srow)
+    sh = like(lse, srow)
+    for j in range(nv):
+        srow[j] = exp_below_88(srow[j] * sc + mk[m_pos + j * m_ss] - sh)
     for j in range(nv, n):
         srow[j] = 0.0
 
@@ -362,7 +338,7 @@ def forward_scratch_size(L, S, E, Ev, br, bc):
 
 @cached(nogil=True, error_model="numpy")
 def _forward_units(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causal, scale,
-                   out, lse, nb1, L, S, E, Ev, br, bc, u0, u1, scratch, single):
+                   out, lse, nb1, L, S, E, Ev, br, bc, u0, u1, scratch):
     """Units u0 <= u < u1 of the forward: unit u is query block (u % nqb) of head u // nqb."""
     Q = as_array(q)
     K = as_array(k)
@@ -425,9 +401,9 @@ def _forward_units(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causa
                     if top <= m_old + LAZY_RESCALE:     # (False for NaN: the general path)
                         W[lr + i] += l_blk
                         continue
-                    _row_scores(a_src, a_pos + i * E, W, kt + j0 * E, E, srow, nc, single)
+                    _row_scores(a_src, a_pos + i * E, W, kt + j0 * E, E, srow, nc)
                 m_new, l_blk = _online_row(srow, nv, nc, scale, Mk, m_pos, m_ss, has_mask,
-                                           m_old, single)
+                                           m_old)
                 if m_new == -math.inf:      # all keys so far masked
                     continue
                 if m_new != m_old:          # a larger maximum: rescale what was summed so far
@@ -460,7 +436,7 @@ def backward_scratch_size(L, S, E, Ev, br, bc):
 
 @cached(nogil=True, error_model="numpy")
 def _backward_heads(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask,
-                    causal, scale, dq, dk, dv, nb1, L, S, E, Ev, br, bc, b0, b1, scratch, single):
+                    causal, scale, dq, dk, dv, nb1, L, S, E, Ev, br, bc, b0, b1, scratch):
     """Heads b0 <= b < b1 of the backward."""
     Q = as_array(q)
     K = as_array(k)
@@ -528,7 +504,7 @@ def _backward_heads(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss
                             prow[j] = 0.0
                         continue
                     _probs_row(prow, nv, bc, scale, Mk, m_base + gi * m_sl + j0 * m_ss, m_ss,
-                               has_mask, W[lp + gi], single)
+                               has_mask, W[lp + gi])
                 # dV_blk += P^T dO: (bc, br) @ (br, Evp)
                 _tile_mm(W, pb, 1, bc, W, gp + i0 * Evp, NR, Evp, br, W, dvb, Evp, bc, Evp, True)
                 # dP = dO V^T: (br, Ev) @ (Ev, bc)
@@ -559,7 +535,6 @@ def _backward_heads(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss
 
 _compiled = {}
 _compile_lock = threading.Lock()
-_ARGS = {}
 
 
 def _kernels(typecode):
@@ -575,9 +550,9 @@ def _kernels(typecode):
                 buf = numba.typeof(array.array(typecode))
                 i, f, bl = numba.int64, numba.float64, numba.boolean
                 fwd = (buf, buf, buf, buf, i, i, i, i, i, bl, bl, f, buf, buf,
-                       i, i, i, i, i, i, i, i, i, buf, bl)
+                       i, i, i, i, i, i, i, i, i, buf)
                 bwd = (buf, buf, buf, buf, buf, buf, buf, i, i, i, i, i, bl, bl, f,
-                       buf, buf, buf, i, i, i, i, i, i, i, i, i, buf, bl)
+                       buf, buf, buf, i, i, i, i, i, i, i, i, i, buf)
                 _compiled[typecode] = (_forward_units.compile(fwd), _backward_heads.compile(bwd))
     return _compiled[typecode]
 
@@ -591,14 +566,13 @@ def flash_forward(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causal
     """out (nb, L, Ev) and lse (nb, L) of attention (module docstring), tiled, on all cores."""
     typecode = q.typecode
     fwd, _ = _kernels(typecode)
-    single = typecode == "f"
     br, bc = block_sizes(L, S)
     size = forward_scratch_size(L, S, E, Ev, br, bc)
     units = nb * ((L + br - 1) // br)
 
     def run(u0, u1):
         fwd(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causal, scale,
-            out, lse, nb1, L, S, E, Ev, br, bc, u0, u1, _scratch(typecode, size), single)
+            out, lse, nb1, L, S, E, Ev, br, bc, u0, u1, _scratch(typecode, size))
 
     threads.parallel_for(run, units)
 
@@ -608,14 +582,13 @@ def flash_backward(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss,
     """dq, dk, dv of attention (module docstring), tiled, heads shared among the cores."""
     typecode = q.typecode
     _, bwd = _kernels(typecode)
-    single = typecode == "f"
     br, bc = block_sizes(L, S)
     size = backward_scratch_size(L, S, E, Ev, br, bc)
 
     def run(b0, b1):
         bwd(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask,
             causal, scale, dq, dk, dv, nb1, L, S, E, Ev, br, bc, b0, b1,
-            _scratch(typecode, size), single)
+            _scratch(typecode, size))
 
     threads.parallel_for(run, nb)
 
