@@ -54,7 +54,7 @@ import numba
 from . import threads
 from .buffers import as_array
 from .exp import exp_below_88, from_row_key, like, row_key
-from .jit import cached, inline, kernel, vector_kernel
+from .jit import cached, inline, kernel, out_of_line, vector_kernel
 from .matmul import MR, NR, _micro
 from .tiers import register
 
@@ -188,7 +188,9 @@ def _tile_mm(a, a_pos, a_rs, a_ps, b, b_pos, b_ss, b_ps, kc, c, c_pos, c_rs, M, 
     MR, N of NR. A[i, p] = a[a_pos + i*a_rs + p*a_ps], C[i, j] = c[c_pos + i*c_rs + j], and B in
     16-wide strips: B[p, s*NR + t] = b[b_pos + s*b_ss + p*b_ps + t] (a row-major B has b_ss = NR;
     a packed one b_ps = NR, b_ss = NR * kc). Every element must be in bounds (nothing is checked).
-    A function of its own (not inlined): the five matmuls of the backward share one copy."""
+    A function of its own on every CPU (out_of_line: LLVM inlined it when compiling for Haswell):
+    the five matmuls of the backward share one copy."""
+    out_of_line()
     for j in range(0, N, NR):                # a 16-wide strip of B stays in L1 ...
         b_strip = b_pos + (j // NR) * b_ss
         for i in range(0, M, MR):            # ... while the row strips of A pass over it
