@@ -1,8 +1,14 @@
 """The kernel decorators work on functions that have no source file (REPL, exec, the docs' snippets).
 
 numba's disk cache needs a file to store the compiled code next to; without one, `cache=True`
-raised "cannot cache function ...: no locator available" at decoration time."""
+raised "cannot cache function ...: no locator available" at decoration time. And `out_of_line()`
+keeps LLVM from inlining the function it is called in."""
 from array import array
+
+import numba
+import pytest
+
+from tinyattn.kernels.jit import out_of_line
 
 SOURCE = '''
 from tinyattn.kernels.jit import inline, kernel
@@ -59,16 +65,12 @@ def _calls(caller, callee, arg):
 
 
 def test_out_of_line_keeps_llvm_from_inlining_the_function():
-    import numba
-    import pytest
     if numba.config.DISABLE_JIT:
-        from tinyattn.kernels.jit import out_of_line
         assert out_of_line() is None          # interpreted: a no-op
         pytest.skip("no LLVM IR when numba's JIT is disabled")
-    namespace = {"__name__": "__not_a_module__"}
-    exec(compile(OUT_OF_LINE, "<out_of_line>", "exec"), namespace)
-    assert namespace["calls_kept"](2.0) == 5.0 and namespace["calls_plain"](2.0) == 5.0
-    ns = namespace
+    ns = {"__name__": "__not_a_module__"}
+    exec(compile(OUT_OF_LINE, "<out_of_line>", "exec"), ns)
+    assert ns["calls_kept"](2.0) == 5.0 and ns["calls_plain"](2.0) == 5.0
     assert _calls(ns["calls_kept"], ns["kept"], 2.0), "out_of_line() did not keep the call"
     # the control: without out_of_line() LLVM inlines the same function (else this test could
     # not tell the difference)
