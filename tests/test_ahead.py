@@ -124,16 +124,22 @@ def _gone(pid):
 @two_cpus
 @pytest.mark.parametrize("how", ["exits", "is killed"])
 def test_the_helper_does_not_outlive_its_parent(tmp_path, how):
+    # The parent waits for a line before it exits (or sleeps): exiting at once, its atexit
+    # stopped the helper before this test had looked at it, and the check below failed when the
+    # test process was slow to run (CI, 2026-11-26).
     code = ("import sys, time, tinyattn as ta\n"
             "from tinyattn.kernels import ahead\n"
             "ta.randn(3)\n"                            # a first compile: the helper starts
             "print(ahead._helper.pid, flush=True)\n"
+            "sys.stdin.readline()\n"
             "if sys.argv[1] == 'is killed': time.sleep(600)\n")
-    parent = subprocess.Popen([sys.executable, "-c", code, how], stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, text=True,
+    parent = subprocess.Popen([sys.executable, "-c", code, how], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                               env=_env(NUMBA_CACHE_DIR=str(tmp_path)), cwd=ROOT)
     pid = int(parent.stdout.readline())
     assert not _gone(pid)      # it is still compiling: the list takes many seconds
+    parent.stdin.write("go\n")
+    parent.stdin.flush()
     if how == "is killed":
         parent.send_signal(signal.SIGKILL)   # no atexit: the helper sees its pipe close
     parent.wait(timeout=60)
