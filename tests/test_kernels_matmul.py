@@ -304,11 +304,12 @@ def test_transpose16(typecode):
 
 
 def test_panel_width_follows_the_l2_cache():
-    """NC: the fp32 KC x NC panel of B fills half of one core's L2, in whole strips, 64..512."""
+    """NC: the fp32 KC x NC panel of B fills a quarter of one core's L2, in whole strips,
+    64..512."""
     l2 = simd.l2_cache_bytes()
     assert l2 >= 64 * 1024
     assert NC % NR == 0 and 4 * NR <= NC <= 512
-    assert KC * NC * 4 <= max(l2 // 2, KC * 4 * NR * 4)
+    assert KC * NC * 4 <= max(l2 // 4, KC * 4 * NR * 4)
 
 
 def test_vector_operations_interpreted():
@@ -320,6 +321,8 @@ def test_vector_operations_interpreted():
     assert w == [2.0 * x for x in v]
     simd.vstore(buf, 20, w)
     assert buf[20:36] == w
+    assert simd.vadd(v, w) == [3.0 * x for x in v]
+    assert simd.prefetch(buf, 5) is None and buf[20:36] == w     # a hint: changes nothing
 
 
 @pytest.mark.skipif(not JIT, reason="machine code exists only compiled")
@@ -343,6 +346,10 @@ def test_blocked_kernel_is_vector_code(typecode):
     import re
     fmas = re.findall(rf"vfmadd\w*{suffix}\s[^\n]*%{reg}", asm)
     assert len(fmas) >= 8, f"expected vector FMAs on {reg} registers, found {len(fmas)}"
+    # the tile's rows of C asked for before the run over k (prefetchw, or prefetcht0 without it)
+    assert re.search(r"\bprefetch(w|t0)\s", asm), "expected the tile's prefetch of C"
+    # and its loop over k starts at a 64-byte boundary (jit.aligned_loop)
+    assert re.search(r"\.p2align\s+6\b", asm), "expected the micro-kernel's loop aligned to 64"
 
 
 @numba.njit

@@ -109,9 +109,11 @@ def _micro_loops(a, a_pos, a_rs, a_ps, b, b_pos, b_ps, kc, c, c_pos, c_rs, accum
     """
     for i in range(MR):
         for j in range(NR):
-            s = c[c_pos + i * c_rs + j] if accumulate else 0.0
+            s = 0.0
             for p in range(kc):
                 s += a[a_pos + i * a_rs + p * a_ps] * b[b_pos + p * b_ps + j]
+            if accumulate:          # added last, as the vector version does (see _microkernel.py)
+                s += c[c_pos + i * c_rs + j]
             c[c_pos + i * c_rs + j] = s
 
 
@@ -170,15 +172,17 @@ def _pack_b_strip(b, b_pos, b_sk, b_sn, kc, cols, dst, d_pos):
 # ---------------------------------------------------------------------------------------------
 
 # Block sizes, in elements. KC x NR of B (16 KiB in fp32 for KC=256) stays in L1 while the micro-
-# kernel runs down all the row strips of a block; the packed KC x NC panel of B stays in L2, so
-# NC is chosen from this machine's L2: the panel fills half of it in fp32 (at most 512 columns):
-# NC = 512 with 1 MiB of L2 (the AVX-512 EPYC), 256 with 512 KiB (the Zen 3, where a 512 KiB
-# panel was evicted by A and C: 1024^3 12-21% faster with 256, one process alternating, 1 and 2
-# threads; smaller sizes alike). MC only bounds how many rows share one pass over that panel
-# before we move to the next piece of K. MC and NC are multiples of MR and NR.
+# kernel runs down all the row strips of a block; the packed KC x NC panel of B stays in L2 beside
+# the MC x KC block of A and the tiles of C it meets, so NC is chosen from this machine's L2: the
+# panel fills a quarter of it in fp32 (at most 512 columns): NC = 256 with 1 MiB of L2 (the
+# AVX-512 EPYC), 128 with 512 KiB (the Zen 3). Measured on the Zen 3 (fp32, one process,
+# alternating): a panel of all of L2 was evicted by A and C (1024^3 12-21% slower than half of
+# it); a quarter of it is another 2-5% faster than half at 1024^3, the same at 256-512.
+# MC only bounds how many rows share one pass over that panel before we move to the next piece
+# of K. MC and NC are multiples of MR and NR.
 KC = 256
 MC = 128
-NC = max(4 * NR, min(512, l2_cache_bytes() // 2 // (KC * 4)) // NR * NR)
+NC = max(4 * NR, min(512, l2_cache_bytes() // 4 // (KC * 4)) // NR * NR)
 
 # Packing the panel of B costs about a copy of it; it pays once enough rows reuse it. Below this
 # many rows a row-major B is read in place (it is small and stays in cache anyway).

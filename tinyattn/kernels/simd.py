@@ -13,8 +13,15 @@ of the tile scalar, and the same kernel ran 2-3x slower. Here the vector is a ty
     vzeros(arr)          the zero vector of arr's dtype
     vfma(a, b, c)        a * b + c, lane by lane                (``llvm.fmuladd``: one FMA where
                                                                  the CPU has it)
+    vadd(a, b)           a + b, lane by lane                    (one add)
     vshuffle(x, y, k)    16 of the 32 lanes of x and y, picked by the constant pattern
                          SHUFFLES[k]                            (one ``shufflevector``)
+
+and one that moves no data into registers:
+
+    prefetch(arr, i)     ask the cache for arr[i]'s line, to be written soon
+                         (``llvm.prefetch``: ``prefetchw`` where the CPU has it, else
+                         ``prefetcht0``; a no-op interpreted)
 
 ``transpose16`` turns 16 such vectors (rows) into their 16 columns with 64 shuffles; packing a
 transposed matrix (``K^T`` in ``Q @ K^T``) uses it, with ``vload_rows`` / ``vstore_rows`` (16
@@ -37,7 +44,8 @@ from numba.extending import intrinsic, models, overload, register_model
 
 LANES = 16
 
-__all__ = ["LANES", "vload", "vstore", "vsplat", "vzeros", "vfma", "vshuffle", "transpose16",
+__all__ = ["LANES", "vload", "vstore", "vsplat", "vzeros", "vfma", "vadd", "prefetch", "vshuffle",
+           "transpose16",
            "vload_rows", "vstore_rows",
            "vector_isa", "rows_per_pass", "l2_cache_bytes"]
 
@@ -164,6 +172,14 @@ def vfma(a, b, c):
     return [x * y + z for x, y, z in zip(a, b, c)]
 
 
+def vadd(a, b):
+    return [x + y for x, y in zip(a, b)]
+
+
+def prefetch(arr, i):
+    pass
+
+
 def vshuffle(x, y, k):
     return [(list(x) + list(y))[i] for i in SHUFFLES[k]]
 
@@ -239,6 +255,36 @@ def _vfma(typingctx, a, b, c):
     return a(a, b, c), codegen
 
 
+@intrinsic
+def _vadd(typingctx, a, b):
+    if not isinstance(a, Vec16) or a != b:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.fadd(args[0], args[1])
+
+    return a(a, b), codegen
+
+
+@intrinsic
+def _prefetch(typingctx, arr, i):
+    if not _float_array(arr) or not isinstance(i, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        _, elem_ptr = _vec_pointer(context, builder, sig.args[0], args[0], (sig.args[1], args[1]))
+        i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+            "llvm.prefetch.p0i8")
+        # (address, 1 = for a write, 3 = keep in all cache levels, 1 = data)
+        builder.call(fn, [builder.bitcast(elem_ptr, i8p), ir.Constant(i32, 1),
+                          ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return types.none(arr, i), codegen
+
+
 @overload(vload)
 def _vload_jit(arr, i):
     return lambda arr, i: _vload(arr, i)
@@ -262,6 +308,16 @@ def _vzeros_jit(arr):
 @overload(vfma)
 def _vfma_jit(a, b, c):
     return lambda a, b, c: _vfma(a, b, c)
+
+
+@overload(vadd)
+def _vadd_jit(a, b):
+    return lambda a, b: _vadd(a, b)
+
+
+@overload(prefetch)
+def _prefetch_jit(arr, i):
+    return lambda arr, i: _prefetch(arr, i)
 
 
 
