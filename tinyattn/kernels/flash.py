@@ -115,15 +115,15 @@ def _forward_reference(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, c
 
 @kernel
 def _backward_reference(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask,
-                        causal, scale, dq, dk, dv, nb1, nb, L, S, E, Ev):
+                        causal, scale, dq, dk, dv, nb1, nb, L, S, E, Ev, acc):
     """dq, dk, dv from the module docstring's equations, recomputing p[i, j] = exp(s_ij - lse_i)
-    one pair (i, j) at a time. dq, dk, dv are overwritten."""
-    for t in range(nb * L * E):
-        dq[t] = 0.0
-    for t in range(nb * S * E):
-        dk[t] = 0.0
-    for t in range(nb * S * Ev):
-        dv[t] = 0.0
+    one pair (i, j) at a time. dq, dk, dv are overwritten. Their sums over i or j run in ``acc``
+    (float64, nb*(L*E + S*E + S*Ev) long) and are rounded to dq, dk, dv's dtype once at the end:
+    summed in float32 one term at a time, dk and dv of a causal T = 1024 head were further from
+    the exact values than the fast tier's (rms 7.5e-8 and 8.8e-8 against 4.1e-8 and 4.2e-8)."""
+    dq_, dk_, dv_ = 0, nb * L * E, nb * (L + S) * E      # where each sum starts in acc
+    for t in range(nb * (L * E + S * E + S * Ev)):
+        acc[t] = 0.0
     for b in range(nb):
         m_base = m_off + (b // nb1) * m_s0 + (b % nb1) * m_s1
         for i in range(L):
@@ -149,11 +149,17 @@ def _backward_reference(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, 
                 dp = 0.0                         # g_i . v_j
                 for c in range(Ev):
                     dp += float(dout[oi + c]) * float(v[vj + c])
-                    dv[vj + c] += p * dout[oi + c]
+                    acc[dv_ + vj + c] += p * dout[oi + c]
                 ds = p * (dp - d_i) * scale
                 for e in range(E):
-                    dq[qi + e] += ds * k[kj + e]
-                    dk[kj + e] += ds * q[qi + e]
+                    acc[dq_ + qi + e] += ds * k[kj + e]
+                    acc[dk_ + kj + e] += ds * q[qi + e]
+    for t in range(nb * L * E):
+        dq[t] = acc[dq_ + t]
+    for t in range(nb * S * E):
+        dk[t] = acc[dk_ + t]
+    for t in range(nb * S * Ev):
+        dv[t] = acc[dv_ + t]
 
 
 def flash_forward_reference(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causal,
@@ -167,8 +173,9 @@ def flash_forward_reference(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_ma
 def flash_backward_reference(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss,
                              has_mask, causal, scale, dq, dk, dv, nb1, nb, L, S, E, Ev):
     """dq, dk, dv of attention (module docstring), plain loops."""
+    acc = array.array("d", bytes(8 * nb * (L * E + S * E + S * Ev)))
     _backward_reference(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask,
-                        causal, scale, dq, dk, dv, nb1, nb, L, S, E, Ev)
+                        causal, scale, dq, dk, dv, nb1, nb, L, S, E, Ev, acc)
 
 
 # ============================================================================ the fast tier
