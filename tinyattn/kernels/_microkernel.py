@@ -35,7 +35,9 @@ def micro_kernel(a, a_pos, a_rs, a_ps, b, b_pos, b_ps, kc, c, c_pos, c_rs, accum
             s = 0.0
             for p in range(kc):
                 s += a[a_pos + i * a_rs + p * a_ps] * b[b_pos + p * b_ps + j]
-            c[c_pos + i * c_rs + j] = s + c[c_pos + i * c_rs + j] if accumulate else s
+            if accumulate:          # C added last, as the vector code below does
+                s += c[c_pos + i * c_rs + j]
+            c[c_pos + i * c_rs + j] = s
 
 
 # _rows8, _rows4 and _rows2 are written out rather than looped over an array of accumulators:

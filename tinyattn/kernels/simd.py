@@ -45,8 +45,7 @@ from numba.extending import intrinsic, models, overload, register_model
 LANES = 16
 
 __all__ = ["LANES", "vload", "vstore", "vsplat", "vzeros", "vfma", "vadd", "prefetch", "vshuffle",
-           "transpose16",
-           "vload_rows", "vstore_rows",
+           "transpose16", "vload_rows", "vstore_rows",
            "vector_isa", "rows_per_pass", "l2_cache_bytes"]
 
 
