@@ -174,3 +174,34 @@ def test_workers_keep_no_reference_to_a_finished_job(two_threads):
     del job, payload
     gc.collect()
     assert ref() is None
+
+
+def test_torch_names_set_and_get_the_thread_count():
+    import tinyattn as ta
+    old = threads.num_threads()
+    try:
+        ta.set_num_threads(1)
+        assert ta.get_num_threads() == 1
+        calls = []
+        threads.parallel_for(lambda a, b: calls.append((a, b)), 10)
+        assert calls == [(0, 10)]    # one thread: the caller runs everything, in one block
+        ta.set_num_threads(2)
+        assert ta.get_num_threads() == 2
+        names = set()
+        threads.parallel_for(lambda a, b: names.add(threading.current_thread().name), 10)
+        assert len(names) == 2
+    finally:
+        threads.set_num_threads(old)
+
+
+@pytest.mark.parametrize("bad,message", [(0, "a positive integer, got 0"),
+                                         (-3, "a positive integer, got -3"),
+                                         (2.5, "an int, but got float"), ("2", "an int, but got str"),
+                                         (True, "an int, but got bool"),
+                                         (None, "an int, but got NoneType")])
+def test_set_num_threads_refuses_what_pytorch_refuses(bad, message):
+    import tinyattn as ta
+    old = ta.get_num_threads()
+    with pytest.raises(RuntimeError, match=f"set_num_threads expects {message}"):
+        ta.set_num_threads(bad)
+    assert ta.get_num_threads() == old   # nothing changed

@@ -42,6 +42,7 @@ from .ops.sort import argsort, cumsum, sort, topk
 from .ops.scatter import (index_add, index_fill, scatter, scatter_add, scatter_reduce, unique,
                           unique_consecutive)
 from .ops.softmax import log_softmax, softmax
+from ._parallel import get_num_threads, set_num_threads
 from .serialization import load, save
 
 __version__ = "0.1.0"

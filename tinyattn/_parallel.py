@@ -1,0 +1,22 @@
+"""`set_num_threads` and `get_num_threads`, PyTorch's names for how many threads the kernels that
+split their work use (matmul, softmax, the fused attention, ...), the calling thread included. The
+pool itself is kernels/threads.py; its default is the machine's CPU count (at most 8), or
+``TINYATTN_NUM_THREADS``."""
+from .kernels import threads as _threads
+
+__all__ = ["get_num_threads", "set_num_threads"]
+
+
+def set_num_threads(nthreads):
+    """Use `nthreads` (>= 1) threads from now on. As in PyTorch, anything but a positive int
+    (a bool, a float, a string) raises RuntimeError."""
+    if not isinstance(nthreads, int) or isinstance(nthreads, bool):
+        raise RuntimeError(f"set_num_threads expects an int, but got {type(nthreads).__name__}")
+    if nthreads < 1:
+        raise RuntimeError(f"set_num_threads expects a positive integer, got {nthreads}")
+    _threads.set_num_threads(nthreads)
+
+
+def get_num_threads():
+    """How many threads the kernels use (the calling thread included)."""
+    return _threads.num_threads()
