@@ -226,3 +226,31 @@ def test_log_and_sqrt_of_zero_give_inf_not_errors():
     assert y.tolist()[0] == -math.inf
     y = ta.tensor([0.0]).sqrt()
     assert y.tolist() == [0.0]
+
+
+@pytest.mark.parametrize("op", ["softmax", "sum", "transpose", "mul_scalar"])
+def test_unary_function_records_what_function_apply_records(op):
+    from tinyattn.kernels import elementwise as KE
+    from tinyattn.ops.elementwise import ScalarOp
+    from tinyattn.ops.layout import Permute
+    from tinyattn.ops.reduce import Sum
+    from tinyattn.ops.softmax import Softmax
+    cls, rest = {"softmax": (Softmax, (1, False)), "sum": (Sum, ((0,), False)),
+                 "transpose": (Permute, ((1, 0),)), "mul_scalar": (ScalarOp, (KE.MUL, 2.0, False))}[op]
+    general_apply = Function.apply.__func__      # the loop over every argument
+    x = ta.randn(3, 4, requires_grad=True) * 1.0  # a non-leaf: its grad_fn is what _next holds
+    lean, general = cls.apply(x, *rest), general_apply(cls, x, *rest)
+    assert type(lean.grad_fn) is cls and lean.requires_grad
+    assert len(lean.grad_fn.inputs) == len(general.grad_fn.inputs)
+    assert all(p is q for p, q in zip(lean.grad_fn.inputs, general.grad_fn.inputs))
+    assert lean.grad_fn.needs_input_grad == general.grad_fn.needs_input_grad
+    assert lean.grad_fn._next == general.grad_fn._next == (x.grad_fn,) + (None,) * len(rest)
+    assert lean.tolist() == general.tolist()
+    leaf = ta.randn(3, 4, requires_grad=True)
+    cls.apply(leaf, *rest).sum().backward()
+    lean_grad, leaf.grad = leaf.grad.tolist(), None
+    general_apply(cls, leaf, *rest).sum().backward()
+    assert leaf.grad.tolist() == lean_grad
+    with ta.no_grad():
+        assert cls.apply(x, *rest).grad_fn is None
+    assert cls.apply(x.detach(), *rest).grad_fn is None

@@ -243,6 +243,31 @@ class BinaryFunction(Function):
         return cls.forward(_NO_GRAPH, a, b)
 
 
+class UnaryFunction(Function):
+    """A Function of one Tensor followed by plain values (softmax's dim, a view's shape, a
+    scalar): the unary ops, views, reductions. Same behaviour as Function.apply, without its loop
+    over arguments: 0.7-0.9 us less per recorded op on the Zen 3 (softmax, exp, x * 2, t, sum,
+    reshape of a 4 x 4 tensor that requires grad). The values after the Tensor must not be
+    Tensors: they get no gradient and are not checked."""
+
+    @classmethod
+    def apply(cls, x, *rest):
+        if _grad_enabled and x._requires_grad:
+            ctx = cls.__new__(cls)
+            ctx.inputs = (x,) + rest
+            ctx.needs_input_grad = (True,) + (False,) * len(rest)
+            ctx._next = (x.grad_fn,) + (None,) * len(rest)
+            if _CLOCK:
+                ctx._clock = _CLOCK
+                if _REBOUND:
+                    _check_views((x,))
+            out = cls.forward(ctx, x, *rest)
+            out._requires_grad = True
+            out.grad_fn = ctx
+            return out
+        return cls.forward(_NO_GRAPH, x, *rest)
+
+
 def _check_views(args):
     """A view taken before its base got a new history in place holds the new values but the old
     history; PyTorch rebuilds its grad_fn, tinyattn asks for the view to be taken again."""

@@ -19,7 +19,7 @@ import warnings
 
 from .. import _shapes
 from .. import dtypes as _dt
-from ..autograd import BinaryFunction, Function, no_grad
+from ..autograd import BinaryFunction, Function, UnaryFunction, no_grad
 from ..kernels import elementwise as KE
 from ..tensor import Tensor, _empty, _make
 from ._launch import check_tensor, packed, tensor_from_scalar, views4
@@ -42,7 +42,7 @@ def _floating(op, x):
     return x if x.dtype.is_floating_point else to_dtype(x, _float32)
 
 
-class Unary(Function):
+class Unary(UnaryFunction):
     """y = f(x) elementwise for f in exp, log, sqrt, tanh, sigmoid, relu, gelu, abs, clamp, pow, ...
 
     dx = g * f'(x); f and f' sit side by side in kernels/elementwise.py (UNARY_FORMULAS)."""
@@ -451,7 +451,7 @@ def atan2(input, other):  # noqa: A002 - PyTorch's argument names
 arctan2 = atan2
 
 
-class ScalarOp(Function):
+class ScalarOp(UnaryFunction):
     """out = x (op) c or c (op) x for a Python number c: no 1-element buffer, no broadcasting.
 
     add/sub: dx = +-g;  mul: dx = g c;  x / c: dx = g / c;  c / x: dx = -g out / x;

@@ -19,7 +19,7 @@ import builtins
 from .. import _shapes
 from .. import dtypes as _dt
 from .. import autograd as _autograd
-from ..autograd import Function
+from ..autograd import Function, UnaryFunction
 from ..tensor import Tensor, _empty, _make, _strides_for
 from ._launch import check_tensor, copy, copy_into, shape_arg
 from .reduce import sum_to
@@ -79,7 +79,7 @@ def _view(x, out):
     return out
 
 
-class View(Function):
+class View(UnaryFunction):
     """The same elements in another shape, sharing the buffer;  dx = g reshaped back."""
 
     @staticmethod
@@ -157,7 +157,7 @@ def squeeze(x, dim=None):
     return View.apply(x, tuple(x.shape[i] for i in keep), tuple(x._strides[i] for i in keep))
 
 
-class Permute(Function):
+class Permute(UnaryFunction):
     """The dims reordered (a view);  dx = g with the inverse permutation."""
 
     @staticmethod
@@ -205,7 +205,7 @@ def t(x):
     return transpose(x, 0, 1) if x.ndim == 2 else x
 
 
-class Expand(Function):
+class Expand(UnaryFunction):
     """x broadcast to a larger shape as a stride-0 view;  dx = g summed over the broadcast dims."""
 
     @staticmethod
@@ -261,7 +261,7 @@ def repeat(x, *sizes):
     return reshape(y, tuple(r * n for r, n in zip(sizes, x.shape)))
 
 
-class Slice(Function):
+class Slice(UnaryFunction):
     """A strided sub-view (basic indexing, narrow, split);  dx = zeros with g written into the view.
 
     `recipe` holds, per input dim, an int (that index, dim dropped) or (start, step, length), and
@@ -361,7 +361,7 @@ def select(x, dim, index):
 
 
 
-class Copy(Function):
+class Copy(UnaryFunction):
     """A packed copy of x (contiguous(), clone());  dx = g."""
 
     reads_inputs = False  # backward reads only what forward saved, or nothing
@@ -385,7 +385,7 @@ def clone(x, *, memory_format=None):
     return Copy.apply(x)
 
 
-class ToDtype(Function):
+class ToDtype(UnaryFunction):
     """x converted to another dtype;  dx = g converted back (floats only carry gradients)."""
 
     reads_inputs = False  # backward reads only what forward saved, or nothing

@@ -12,7 +12,7 @@ Chapter 5 of the tour (docs/05-transformer.md) uses dropout.
 from array import array
 
 from .. import dtypes as _dt
-from ..autograd import Function
+from ..autograd import UnaryFunction
 from ..kernels import random as KR
 from ..random import default_generator
 from ..tensor import Tensor, _empty
@@ -105,7 +105,7 @@ def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
     return Dropout.apply(input, float(p))
 
 
-class Dropout(Function):
+class Dropout(UnaryFunction):
     """y = x * m, m[i] = 1/(1-p) with probability 1-p, else 0;  dx = g * m.
 
     The same numbers as x * bernoulli_mask(...) (the same draw from the same generator), as one

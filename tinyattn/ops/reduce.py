@@ -20,7 +20,7 @@ from collections import namedtuple
 
 from .. import _shapes
 from .. import dtypes as _dt
-from ..autograd import Function, no_grad
+from ..autograd import UnaryFunction, no_grad
 from ..kernels import reduce as KR
 from ..tensor import Tensor, _empty, _make, _zeros
 from ._launch import check_tensor, copy, packed, shape_arg, tensor_from_scalar
@@ -109,7 +109,7 @@ def _sum(x, dims, keepdim):
     return out
 
 
-class Sum(Function):
+class Sum(UnaryFunction):
     """out = sum of x over `dims`;  dx = g broadcast back over the summed dims (a stride-0 view)."""
 
     reads_inputs = False  # backward reads only what forward saved, or nothing
@@ -200,7 +200,7 @@ def _max_kernel(x, O, R, I, shape, want_min):
     return values, indices
 
 
-class MaxAlong(Function):
+class MaxAlong(UnaryFunction):
     """(values, indices) of max (or min) over one dim; dx = g scattered to the chosen positions."""
 
     @staticmethod
@@ -228,7 +228,7 @@ class MaxAlong(Function):
         return out, None, None, None, None
 
 
-class Amax(Function):
+class Amax(UnaryFunction):
     """max over `dims`; the gradient is shared equally among tied maxima (as torch.amax)."""
 
     @staticmethod

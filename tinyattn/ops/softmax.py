@@ -16,7 +16,7 @@ Chapter 2 of the tour (docs/02-kernels.md) walks through this file; chapter 3 us
 """
 from .. import _shapes
 from .. import dtypes as _dt
-from ..autograd import Function
+from ..autograd import UnaryFunction
 from ..kernels import softmax as KS
 from ..kernels import threads
 from ..tensor import _empty
@@ -29,7 +29,7 @@ from .layout import to_dtype
 PARALLEL_MIN = 1 << 15
 
 
-class Softmax(Function):
+class Softmax(UnaryFunction):
     """y = softmax(x) along `dim`, or log_softmax when `log`; see the module docstring."""
 
     reads_inputs = False  # backward reads only what forward saved, or nothing

@@ -13,7 +13,7 @@ from collections import namedtuple
 
 from .. import _shapes
 from .. import dtypes as _dt
-from ..autograd import Function
+from ..autograd import UnaryFunction
 from ..kernels import sort as KS
 from ..tensor import _empty
 from ._launch import check_tensor, packed
@@ -77,7 +77,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     return TopkResult(gather(input, d, idx), idx)
 
 
-class CumSum(Function):
+class CumSum(UnaryFunction):
     """y = cumsum(x) along the last dim of a packed (rows, n) view;  dx = flip(cumsum(flip(g)))."""
 
     reads_inputs = False
