@@ -102,3 +102,17 @@ def test_kernels_never_see_invalid_indices():
             x[ta.tensor([0, bad])]
         with pytest.raises(IndexError):
             x.gather(0, ta.tensor([bad]))
+
+
+@pytest.mark.parametrize("name,call", [
+    ("transpose", lambda x: ta.transpose(x, 0, 1)), ("permute", lambda x: ta.permute(x, (0,))),
+    ("squeeze", lambda x: ta.squeeze(x)), ("unsqueeze", lambda x: ta.unsqueeze(x, 0)),
+    ("flatten", lambda x: ta.flatten(x)), ("narrow", lambda x: ta.narrow(x, 0, 0, 1)),
+    ("clone", lambda x: ta.clone(x)), ("amax", lambda x: ta.amax(x)), ("amin", lambda x: ta.amin(x)),
+    ("dropout", lambda x: ta.nn.functional.dropout(x, 0.5, training=False)),
+    ("softmax", lambda x: ta.softmax(x, 0)), ("sum", lambda x: ta.sum(x))])
+def test_a_list_where_a_tensor_belongs_is_a_type_error_naming_the_op(name, call):
+    # PyTorch raises TypeError here too ("must be Tensor, not list"); these ops used to fail
+    # with an AttributeError from deep inside ('list' object has no attribute 'ndim')
+    with pytest.raises(TypeError, match=f"{name}: expected a Tensor, got list"):
+        call([1.0, 2.0])

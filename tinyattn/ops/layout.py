@@ -125,6 +125,7 @@ def reshape_as(x, other):
 
 
 def flatten(x, start_dim=0, end_dim=-1):
+    check_tensor("flatten", x)
     if x.ndim == 0:
         return reshape(x, (1,))
     s = _shapes.normalize_dim("flatten", start_dim, x.ndim)
@@ -141,12 +142,14 @@ def unflatten(x, dim, sizes):
 
 
 def unsqueeze(x, dim):
+    check_tensor("unsqueeze", x)
     d = _shapes.normalize_dim("unsqueeze", dim, x.ndim + 1)
     st = x._strides[d] * x.shape[d] if d < x.ndim else 1
     return View.apply(x, x.shape[:d] + (1,) + x.shape[d:], x._strides[:d] + (st,) + x._strides[d:])
 
 
 def squeeze(x, dim=None):
+    check_tensor("squeeze", x)
     if dim is None:
         dims = [i for i, n in enumerate(x.shape) if n == 1]
     else:
@@ -175,6 +178,7 @@ class Permute(UnaryFunction):
 
 
 def permute(x, *dims):
+    check_tensor("permute", x)
     dims = shape_arg(dims)
     if len(dims) != x.ndim or sorted(_shapes.normalize_dim("permute", d, x.ndim)
                                      for d in dims) != list(range(x.ndim)):
@@ -187,6 +191,7 @@ def permute(x, *dims):
 
 
 def transpose(x, dim0, dim1):
+    check_tensor("transpose", x)
     n = x.ndim
     d0 = _shapes.normalize_dim("transpose", dim0, n)
     d1 = _shapes.normalize_dim("transpose", dim1, n)
@@ -300,6 +305,7 @@ def _apply_recipe(shape, strides, offset, recipe, new_axes):
 
 
 def narrow(x, dim, start, length):
+    check_tensor("narrow", x)
     if isinstance(start, Tensor):
         if start.ndim != 0 or start.dtype is not _dt.int64:
             raise RuntimeError("narrow: start must be an 0-dim integral Tensor")
@@ -382,6 +388,7 @@ def contiguous(x):
 def clone(x, *, memory_format=None):
     from .._devices import check_memory_format
     check_memory_format(memory_format, "clone")
+    check_tensor("clone", x)
     return Copy.apply(x)
 
 

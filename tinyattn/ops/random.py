@@ -16,7 +16,7 @@ from ..autograd import UnaryFunction
 from ..kernels import random as KR
 from ..random import default_generator
 from ..tensor import Tensor, _empty
-from ._launch import packed
+from ._launch import check_tensor, packed
 
 
 def uniform_fill(t, low, high, generator=None):
@@ -98,6 +98,7 @@ def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
     the expected value is unchanged and evaluation needs no rescaling."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout: probability has to be between 0 and 1, but got {p}")
+    check_tensor("dropout", input)
     if not training or p == 0.0:
         return input
     if not input.dtype.is_floating_point:

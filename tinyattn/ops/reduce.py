@@ -294,11 +294,13 @@ def _amax(x, dims, keepdim, want_min):
 
 
 def amax(x, dim=(), keepdim=False):
+    check_tensor("amax", x)
     dims = _shapes.reduction_dims("amax", None if dim == () else dim, x.ndim)
     return _amax(x, dims, keepdim, False)
 
 
 def amin(x, dim=(), keepdim=False):
+    check_tensor("amin", x)
     dims = _shapes.reduction_dims("amin", None if dim == () else dim, x.ndim)
     return _amax(x, dims, keepdim, True)
 
