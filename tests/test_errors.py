@@ -110,9 +110,22 @@ def test_kernels_never_see_invalid_indices():
     ("flatten", lambda x: ta.flatten(x)), ("narrow", lambda x: ta.narrow(x, 0, 0, 1)),
     ("clone", lambda x: ta.clone(x)), ("amax", lambda x: ta.amax(x)), ("amin", lambda x: ta.amin(x)),
     ("dropout", lambda x: ta.nn.functional.dropout(x, 0.5, training=False)),
-    ("softmax", lambda x: ta.softmax(x, 0)), ("sum", lambda x: ta.sum(x))])
+    ("softmax", lambda x: ta.softmax(x, 0)), ("sum", lambda x: ta.sum(x)),
+    ("t", lambda x: ta.t(x)), ("expand", lambda x: ta.broadcast_to(x, (2,))),
+    ("split", lambda x: ta.split(x, 1)), ("chunk", lambda x: ta.chunk(x, 2)),
+    ("unbind", lambda x: ta.unbind(x)), ("movedim", lambda x: ta.movedim(x, 0, 0)),
+    ("tile", lambda x: ta.tile(x, (2,))), ("flip", lambda x: ta.flip(x, (0,))),
+    ("tril", lambda x: ta.tril(x)), ("triu", lambda x: ta.triu(x)),
+    ("cumprod", lambda x: ta.cumprod(x, 0)), ("logsumexp", lambda x: ta.logsumexp(x, 0)),
+    ("diag", lambda x: ta.diag(x)), ("diagonal", lambda x: ta.diagonal(x)),
+    ("trace", lambda x: ta.trace(x)), ("roll", lambda x: ta.roll(x, 1)),
+    ("repeat_interleave", lambda x: ta.repeat_interleave(x, 2)),
+    ("nonzero", lambda x: ta.nonzero(x)), ("masked_select", lambda x: ta.masked_select(x, x)),
+    ("isnan", lambda x: ta.isnan(x)), ("isinf", lambda x: ta.isinf(x)),
+    ("isfinite", lambda x: ta.isfinite(x)), ("outer", lambda x: ta.outer(x, x)),
+    ("dot", lambda x: ta.dot(x, x)), ("mv", lambda x: ta.mv(x, x))])
 def test_a_list_where_a_tensor_belongs_is_a_type_error_naming_the_op(name, call):
-    # PyTorch raises TypeError here too ("must be Tensor, not list"); these ops used to fail
-    # with an AttributeError from deep inside ('list' object has no attribute 'ndim')
+    # PyTorch raises TypeError here too ("must be Tensor, not list"); most of these ops used to
+    # fail with an AttributeError from deep inside ('list' object has no attribute 'ndim')
     with pytest.raises(TypeError, match=f"{name}: expected a Tensor, got list"):
         call([1.0, 2.0])

@@ -133,19 +133,21 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean",  # n
 
 def outer(input, vec2):  # noqa: A002
     """(n,) x (m,) -> (n, m): input[i] * vec2[j]."""
+    check_tensor("outer", input)
+    check_tensor("outer", vec2)
     for name, t in (("input", input), ("vec2", vec2)):
-        if not isinstance(t, Tensor) or t.ndim != 1:
-            raise RuntimeError(f"outer: {name} must be a 1-D tensor, got "
-                               f"{getattr(t, 'shape', type(t).__name__)}")
+        if t.ndim != 1:
+            raise RuntimeError(f"outer: {name} must be a 1-D tensor, got shape {tuple(t.shape)}")
     return mul(input.reshape(-1, 1), vec2.reshape(1, -1))
 
 
 def dot(input, tensor):  # noqa: A002
     """sum_i input[i] * tensor[i] of two 1-D tensors of the same length and dtype."""
+    check_tensor("dot", input)
+    check_tensor("dot", tensor)
     for t in (input, tensor):
-        if not isinstance(t, Tensor) or t.ndim != 1:
-            raise RuntimeError(f"dot: 1D tensors expected, but got "
-                               f"{getattr(t, 'ndim', type(t).__name__)}D tensor")
+        if t.ndim != 1:
+            raise RuntimeError(f"dot: 1D tensors expected, but got {t.ndim}D tensor")
     if input.shape != tensor.shape:
         raise RuntimeError(f"dot: inconsistent tensor size, expected tensor [{input.shape[0]}] "
                            f"and src [{tensor.shape[0]}] to have the same number of elements")
@@ -202,11 +204,12 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
 
 def mv(input, vec):  # noqa: A002
     """(n, m) @ (m,) -> (n,)."""
+    check_tensor("mv", input)
+    check_tensor("mv", vec)
     from .matmul import matmul
-    if not isinstance(input, Tensor) or input.ndim != 2 or not isinstance(vec, Tensor) \
-            or vec.ndim != 1:
-        raise RuntimeError(f"mv: expected a 2-D matrix and a 1-D vector, got "
-                           f"{getattr(input, 'shape', input)} and {getattr(vec, 'shape', vec)}")
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"mv: expected a 2-D matrix and a 1-D vector, got shapes "
+                           f"{tuple(input.shape)} and {tuple(vec.shape)}")
     return matmul(input, vec)
 
 
@@ -236,6 +239,7 @@ def equal(input, other):  # noqa: A002
 
 def diagonal(input, offset=0, dim1=0, dim2=1):  # noqa: A002
     """The diagonal of the (dim1, dim2) matrices, as the last dim (a copy with a gradient)."""
+    check_tensor("diagonal", input)
     from .. import _shapes
     from ..creation import arange
     d1 = _shapes.normalize_dim("diagonal", dim1, input.ndim)
@@ -254,6 +258,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):  # noqa: A002
 
 def diag(input, diagonal=0):  # noqa: A002
     """1-D (n,) -> the (n + |k|) square matrix with it on diagonal k; 2-D -> its diagonal k."""
+    check_tensor("diag", input)
     from ..creation import arange, zeros
     if input.ndim == 2:
         return globals()["diagonal"](input, diagonal)
@@ -268,6 +273,7 @@ def diag(input, diagonal=0):  # noqa: A002
 
 
 def trace(input):  # noqa: A002
+    check_tensor("trace", input)
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, got a {input.ndim}-D tensor")
     return sum(diagonal(input))
@@ -275,6 +281,7 @@ def trace(input):  # noqa: A002
 
 def roll(input, shifts, dims=None):  # noqa: A002
     """Elements shifted along dims, wrapping around (dims None: over the flattened tensor)."""
+    check_tensor("roll", input)
     from .layout import cat, narrow
     if dims is None:
         return roll(input.reshape(-1), shifts, 0).reshape(input.shape)
@@ -296,6 +303,7 @@ def roll(input, shifts, dims=None):  # noqa: A002
 
 def repeat_interleave(input, repeats, dim=None, *, output_size=None):  # noqa: A002
     """Each element (along dim; of the flattened tensor when dim is None) repeated."""
+    check_tensor("repeat_interleave", input)
     from ..creation import tensor
     from .indexing import index_select
     x = input.reshape(-1) if dim is None else input
@@ -323,6 +331,7 @@ def _int64_dtype():
 
 
 def tile(input, dims):  # noqa: A002
+    check_tensor("tile", input)
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(dims) < input.ndim:
         dims = (1,) * (input.ndim - len(dims)) + dims
@@ -330,6 +339,7 @@ def tile(input, dims):  # noqa: A002
 
 
 def movedim(input, source, destination):  # noqa: A002
+    check_tensor("movedim", input)
     from .. import _shapes
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
@@ -348,6 +358,7 @@ def movedim(input, source, destination):  # noqa: A002
 
 def nonzero(input, *, as_tuple=False):  # noqa: A002
     """The indices of the non-zero elements: (count, ndim) int64, or one (count,) per dim."""
+    check_tensor("nonzero", input)
     from ..creation import tensor
     flat = input.tolist_flat()
     shape = tuple(input.shape)
@@ -374,6 +385,8 @@ def nonzero(input, *, as_tuple=False):  # noqa: A002
 
 def masked_select(input, mask):  # noqa: A002
     """The elements of input where mask is True, as a 1-D tensor (both broadcast first)."""
+    check_tensor("masked_select", input)
+    check_tensor("masked_select", mask)
     from .. import _shapes
     shape = _shapes.broadcast_shapes("masked_select", input.shape, mask.shape) or (1,)
     return input.expand(*shape)[mask.expand(*shape)]
@@ -457,6 +470,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
 
 def cumprod(input, dim, dtype=None):  # noqa: A002
     """Running products along dim: one product per position (exact gradients with zeros)."""
+    check_tensor("cumprod", input)
     from .layout import narrow
     if dtype is not None:
         input = input.to(dtype)

@@ -878,14 +878,17 @@ def logical_not(a):
 
 
 def isnan(x):
+    check_tensor("isnan", x)
     return ne(x, x)
 
 
 def isinf(x):
+    check_tensor("isinf", x)
     return eq(abs(x), math.inf) if x.dtype.is_floating_point else zeros_like_bool(x)
 
 
 def isfinite(x):
+    check_tensor("isfinite", x)
     return logical_not(logical_or(isnan(x), isinf(x))) if x.dtype.is_floating_point \
         else logical_not(zeros_like_bool(x))
 

@@ -155,6 +155,7 @@ def gather(x, dim, index):
 
 def flip(x, dims):
     """x with the order of the elements along each of `dims` reversed (a copy, as PyTorch)."""
+    check_tensor("flip", x)
     dims = _shapes.normalize_dims("flip", dims, x.ndim)
     if x.numel() == 0:  # nothing to reorder (index_select would reshape a size-0 dim)
         return x.clone()
@@ -167,10 +168,12 @@ def flip(x, dims):
 
 def tril(x, diagonal=0):
     """Elements on and below the `diagonal`-th diagonal of the last two dims; the rest zero."""
+    check_tensor("tril", x)
     return _triangle(x, diagonal, lower=True)
 
 
 def triu(x, diagonal=0):
+    check_tensor("triu", x)
     return _triangle(x, diagonal, lower=False)
 
 

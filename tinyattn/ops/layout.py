@@ -204,6 +204,7 @@ def transpose(x, dim0, dim1):
 
 def t(x):
     """torch.t: a 2-D tensor transposed; 0-D and 1-D tensors are returned as they are."""
+    check_tensor("t", x)
     if x.ndim > 2:
         raise ValueError(f"t: expects a tensor with <= 2 dimensions, got a {x.ndim}-d tensor of "
                          f"shape {tuple(x.shape)} (use transpose(dim0, dim1) or mT)")
@@ -225,6 +226,7 @@ class Expand(UnaryFunction):
 
 
 def expand(x, *shape):
+    check_tensor("expand", x)
     shape = shape_arg(shape)
     if len(shape) < x.ndim:
         raise ValueError(f"expand: the target shape {shape} has fewer dims than the tensor's "
@@ -326,6 +328,7 @@ def narrow(x, dim, start, length):
 
 
 def split(x, split_size_or_sections, dim=0):
+    check_tensor("split", x)
     d = _shapes.normalize_dim("split", dim, x.ndim)
     n = x.shape[d]
     if isinstance(split_size_or_sections, int):
@@ -346,6 +349,7 @@ def split(x, split_size_or_sections, dim=0):
 
 
 def chunk(x, chunks, dim=0):
+    check_tensor("chunk", x)
     if chunks <= 0:
         raise ValueError(f"chunk: chunks must be positive, got {chunks}")
     n = x.shape[_shapes.normalize_dim("chunk", dim, x.ndim)]
@@ -353,6 +357,7 @@ def chunk(x, chunks, dim=0):
 
 
 def unbind(x, dim=0):
+    check_tensor("unbind", x)
     d = _shapes.normalize_dim("unbind", dim, x.ndim)
     return tuple(select(x, d, i) for i in range(x.shape[d]))
 

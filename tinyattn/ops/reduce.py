@@ -333,6 +333,7 @@ def argmin(x, dim=None, keepdim=False):
 def logsumexp(x, dim, keepdim=False):
     """log(sum(exp(x))) over dim, computed as m + log(sum(exp(x - m))) to avoid overflow.
     Integer and bool inputs are computed in float32, as in PyTorch."""
+    check_tensor("logsumexp", x)
     if not x.dtype.is_floating_point:
         from .layout import to_dtype
         x = to_dtype(x, _dt.float32)
