@@ -60,3 +60,45 @@ def test_a_warm_start_loads_kernels_without_refreshing_numbas_registries(tmp_pat
     assert "compiling" in warm.stderr
     assert float(tanh) == pytest.approx(2 * math.tanh(0.5), rel=1e-6)
     assert refreshed == "True"
+
+
+USER_KERNELS = '''
+from tinyattn.kernels.jit import kernel
+
+@kernel
+def string_hash(s):          # needs numba's hash secret, which a module numba imports lazily holds
+    return hash(s)
+
+@kernel
+def checked(n):              # raises from compiled code
+    if n > 3:
+        raise ValueError("n is too big")
+    return n * 2
+'''
+
+USE_USER_KERNELS = r'''
+import sys
+import user_kernels as k
+try:
+    k.checked(5)
+except ValueError as e:
+    print("raised:", e)
+print(k.checked(2), k.string_hash("tinyattn") == hash("tinyattn"))
+print("numba.np.arrayobj" in sys.modules)
+'''
+
+
+@pytest.mark.jit_only
+def test_your_own_kernels_load_from_a_warm_cache_and_run(tmp_path):
+    # Chapter 6 has users write kernels with the library's decorators: loading theirs without
+    # numba's refresh must work too, including code that hashes a string or raises.
+    (tmp_path / "user_kernels.py").write_text(USER_KERNELS)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), TINYATTN_COMPILE_AHEAD="0",
+               PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
+    runs = [subprocess.run([sys.executable, "-c", USE_USER_KERNELS], env=env, cwd=tmp_path,
+                           capture_output=True, text=True) for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert run.stdout.split("\n")[:2] == ["raised: n is too big", "4 True"], run.stdout
+    # the first run compiled (numba's compiler refreshed its registries), the second only loaded
+    assert [run.stdout.split("\n")[2] for run in runs] == ["True", "False"]
