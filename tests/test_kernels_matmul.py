@@ -160,6 +160,10 @@ PATHS = [
     (1, 1, 37, 1, 19, False),                 # a matrix times a column vector
     (1, 1, MR + 1, 2 * NR + 3, 37, True),     # transposed B: 16 x 16 blocks, 5 rows left over
     (2, 1, 9, NR, KC + 20, True),             # ... in both pieces of a split K
+    (1, 1, MR, 3 * NR, KC + 5, False),        # in place: a pair of strips (a wide tile where
+                                              # there are), then one full strip; K split
+    (1, 1, MR + 2, 3 * NR + 7, 9, False),     # in place, then a full and a narrow strip packed
+    (1, 1, 2 * MR, 2 * NR, 6, True),          # packed: exactly two strips
 ]
 
 
@@ -233,44 +237,60 @@ def test_large_against_reference(b_t):
 # ---------------------------------------------------------------------------------------------
 
 @numba.njit
-def _call_micro_vector(a, a_pos, a_rs, a_ps, b, b_pos, b_ps, kc, c, c_pos, c_rs, acc):
-    matmul._micro_vector(as_array(a), a_pos, a_rs, a_ps, as_array(b), b_pos, b_ps, kc,
-                         as_array(c), c_pos, c_rs, acc)
+def _call_micro_vector(a, a_pos, a_rs, a_ps, b, b_pos, b_ss, b_ps, kc, c, c_pos, c_rs, wide, acc):
+    matmul._micro_vector(as_array(a), a_pos, a_rs, a_ps, as_array(b), b_pos, b_ss, b_ps, kc,
+                         as_array(c), c_pos, c_rs, wide, acc)
 
 
 @numba.njit
-def _call_micro_loops(a, a_pos, a_rs, a_ps, b, b_pos, b_ps, kc, c, c_pos, c_rs, acc):
-    matmul._micro_loops(as_array(a), a_pos, a_rs, a_ps, as_array(b), b_pos, b_ps, kc,
-                        as_array(c), c_pos, c_rs, acc)
+def _call_micro_loops(a, a_pos, a_rs, a_ps, b, b_pos, b_ss, b_ps, kc, c, c_pos, c_rs, wide, acc):
+    matmul._micro_loops(as_array(a), a_pos, a_rs, a_ps, as_array(b), b_pos, b_ss, b_ps, kc,
+                        as_array(c), c_pos, c_rs, wide, acc)
 
 
 @pytest.mark.parametrize("typecode", "fd")
 @pytest.mark.parametrize("accumulate", [False, True])
-@pytest.mark.parametrize("kc,a_rs,a_ps,b_ps,c_rs", [
-    (0, 1, MR, NR, NR), (1, 1, MR, NR, NR), (7, 9, 1, NR + 2, NR + 1), (33, 0, 2, NR, 40)])
-def test_micro_kernel_twins(typecode, accumulate, kc, a_rs, a_ps, b_ps, c_rs):
-    """The vector micro-kernel computes what the loop version computes."""
+@pytest.mark.parametrize("wide", [False, True])
+@pytest.mark.parametrize("kc,a_rs,a_ps,b_ss,b_ps,c_rs", [
+    (0, 1, MR, NR, 2 * NR, 2 * NR), (1, 1, MR, 5 * NR, NR, 2 * NR),
+    (7, 9, 1, NR + 3, 2 * NR + 2, 2 * NR + 1), (33, 0, 2, 33 * NR, NR, 40)])
+def test_micro_kernel_twins(typecode, accumulate, wide, kc, a_rs, a_ps, b_ss, b_ps, c_rs):
+    """The vector micro-kernel computes what the loop version computes: an 8 x 16 tile, or
+    8 x 32 from two strips of B b_ss apart (wide: where the registers hold it, e.g. float32 on
+    AVX-512; the loop version everywhere)."""
     rng = random.Random(kc)
     a = array.array(typecode, [rng.uniform(-1, 1) for _ in range(3 + MR * max(a_rs, 1) + kc * a_ps)])
-    b = array.array(typecode, [rng.uniform(-1, 1) for _ in range(2 + kc * b_ps + NR)])
-    c0 = array.array(typecode, [rng.uniform(-1, 1) for _ in range(1 + MR * c_rs + NR)])
-    args = (a, 3, a_rs, a_ps, b, 2, b_ps, kc)
+    b = array.array(typecode, [rng.uniform(-1, 1) for _ in range(2 + b_ss + kc * b_ps + NR)])
+    c0 = array.array(typecode, [rng.uniform(-1, 1) for _ in range(1 + MR * c_rs + 2 * NR)])
+    args = (a, 3, a_rs, a_ps, b, 2, b_ss, b_ps, kc)
     results = []
-    callers = [_call_micro_loops] + ([_call_micro_vector] if JIT else [])
+    vector = JIT and (not wide or simd.strips_per_tile(a.itemsize) == 2)
+    callers = [_call_micro_loops] + ([_call_micro_vector] if vector else [])
     for call in callers:
         c = array.array(typecode, c0)
-        call(*args, c, 1, c_rs, accumulate)
+        call(*args, c, 1, c_rs, wide, accumulate)
         results.append(c)
     # and the Python definition
     want = array.array(typecode, c0)
     for i in range(MR):
-        for j in range(NR):
+        for j in range(2 * NR if wide else NR):
             s = c0[1 + i * c_rs + j] if accumulate else 0.0
-            s += sum(a[3 + i * a_rs + p * a_ps] * b[2 + p * b_ps + j] for p in range(kc))
+            s += sum(a[3 + i * a_rs + p * a_ps] * b[2 + (j // NR) * b_ss + p * b_ps + j % NR]
+                     for p in range(kc))
             want[1 + i * c_rs + j] = s
     for got in results:
         for g, w in zip(got, want):
             assert abs(g - w) <= (kc + 2) * UNIT_ROUNDOFF[typecode] * (kc + 1)
+
+
+def test_strips_per_tile_fits_the_registers():
+    # two strips where 8 rows of both (16 accumulators, or 32 registers in all when a row is two),
+    # two rows of B and one broadcast fit: float32 on AVX-512 only
+    isas = (("avx512", 512, 32), ("avx2", 256, 16), ("neon", 128, 32), ("sse", 128, 16))
+    assert [simd.strips_per_tile(4, isa) for isa in isas] == [2, 1, 1, 1]
+    assert [simd.strips_per_tile(8, isa) for isa in isas] == [1, 1, 1, 1]
+    assert matmul.TILE_COLS == {"f": NR * simd.strips_per_tile(4), "d": NR * simd.strips_per_tile(8)}
+    assert matmul.NC % (2 * NR) == 0
 
 
 def test_rows_per_pass_fits_the_registers():

@@ -55,7 +55,7 @@ from . import threads
 from .buffers import as_array
 from .exp import exp_below_88, from_row_key, like, row_key
 from .jit import cached, inline, kernel, out_of_line, vector_kernel
-from .matmul import MR, NR, _micro
+from .matmul import MR, NR, _micro, tile_strips
 from .tiers import register
 
 __all__ = ["flash_forward", "flash_backward", "BR", "BC"]
@@ -198,11 +198,13 @@ def _tile_mm(a, a_pos, a_rs, a_ps, b, b_pos, b_ss, b_ps, kc, c, c_pos, c_rs, M, 
     A function of its own on every CPU (out_of_line: LLVM inlined it when compiling for Haswell):
     the five matmuls of the backward share one copy."""
     out_of_line()
-    for j in range(0, N, NR):                # a 16-wide strip of B stays in L1 ...
+    tw = NR * tile_strips(c)                 # a tile's columns: 16, or 32 (two strips)
+    for j in range(0, N, tw):                # a 16- or 32-wide strip of B stays in L1 ...
         b_strip = b_pos + (j // NR) * b_ss
+        wide = N - j > NR
         for i in range(0, M, MR):            # ... while the row strips of A pass over it
-            _micro(a, a_pos + i * a_rs, a_rs, a_ps, b, b_strip, b_ps, kc,
-                   c, c_pos + i * c_rs + j, c_rs, accumulate)
+            _micro(a, a_pos + i * a_rs, a_rs, a_ps, b, b_strip, b_ss, b_ps, kc,
+                   c, c_pos + i * c_rs + j, c_rs, wide, accumulate)
 
 
 @inline

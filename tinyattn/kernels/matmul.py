@@ -16,7 +16,9 @@ How it is fast, from the inside out (the same plan as GotoBLAS/BLIS, in numba):
    and attention's head sizes (16, 32, 64) are multiples of it. The vectors are explicit
    (``simd.py``'s 16-lane type, ``_microkernel.py``), so the code is vector code on every CPU; on
    one with fewer registers (AVX2: 16 of 256 bits) the tile runs as 2 passes of 4 rows, so that
-   the accumulators never spill. ``_micro_loops`` is the same computation as a readable loop.
+   the accumulators never spill. Where 16 accumulators fit (float32 on AVX-512), a tile takes
+   two strips of B, 8 x 32, so that each broadcast of A feeds two FMAs (``simd.strips_per_tile``).
+   ``_micro_loops`` is the same computation as a readable loop.
 2. Cache blocks (``KC``, ``MC``, ``NC``). A 16-column strip of B, ``kc`` rows deep, is reused by every
    8-row strip of A, so it should sit in L1 while they stream past; all the strips of a ``KC x NC``
    panel should sit in L2. Splitting K into ``KC``-long pieces keeps those sizes bounded; the
@@ -39,9 +41,9 @@ Numerics: fp32 products are accumulated in fp32 in k order (with fused multiply-
 the error grows with K (roughly K * 2^-24 relative to sum |a||b|). ``bmm_reference`` accumulates in
 fp64 and is the oracle the tests use.
 
-Measured on the 2-core AVX-512 machine (fp32, GFLOP/s; PyTorch with 2 threads alongside): 512^3
-~350 vs ~220, 256^3 ~240 vs ~190, 128 x (32x16)@(16x32) ~145 vs ~125-145 (one thread: threads
-only pay from ~4M multiply-adds, see ``PARALLEL_MIN_WORK``). Run ``benchmarks/matmul.py``.
+Measured on a 2-core AMD EPYC Zen 5 with AVX-512 (fp32, GFLOP/s, 2026-11-26; PyTorch with 2
+threads alongside), with the wide tile: 512^3 474 vs 216, 256^3 408 vs 206, 128 x (32x16)@(16x32)
+230 vs 142; with 8 x 16 tiles 370, 328 and 153. Run ``benchmarks/run.py --only matmul``.
 Until the vectors were explicit, LLVM's SLP vectoriser was asked to find them in 128 scalar
 variables: it did for this AMD CPU with AVX-512 (~115 GFLOP/s for one core in the micro-kernel)
 and did not when compiling for Haswell (AVX2: 39 GFLOP/s, mostly scalar code). The explicit
@@ -60,9 +62,11 @@ from numba import njit
 from . import threads
 from .buffers import as_array, load, store
 from .jit import by_typecode, cached, vector_kernel
-from .simd import l2_cache_bytes, transpose16, vload, vload_rows, vstore, vstore_rows
+from .simd import (l2_cache_bytes, strips_per_tile, transpose16, vload, vload_rows, vstore,
+                   vstore_rows)
 from ._microkernel import MR, NR
 from ._microkernel import micro_kernel as _micro_vector
+from ._microkernel import tile_strips
 from .tiers import register
 
 __all__ = ["bmm", "bmm_fast", "bmm_reference", "ensure_compiled"]
@@ -100,18 +104,19 @@ def bmm_reference(a, a_off, a_sb0, a_sb1, a_sm, a_sk,
 # ---------------------------------------------------------------------------------------------
 
 @njit(nogil=True)
-def _micro_loops(a, a_pos, a_rs, a_ps, b, b_pos, b_ps, kc, c, c_pos, c_rs, accumulate):
+def _micro_loops(a, a_pos, a_rs, a_ps, b, b_pos, b_ss, b_ps, kc, c, c_pos, c_rs, wide, accumulate):
     """Plain-loop twin of the vector ``micro_kernel`` (same arguments, same result).
 
-    ``c[i, j] (+)= sum_p a[i, p] * b[p, j]`` for the MR x NR tile, where ``a[i, p] = a[a_pos +
-    i*a_rs + p*a_ps]``, ``b[p, j] = b[b_pos + p*b_ps + j]`` and ``c[i, j] = c[c_pos + i*c_rs + j]``.
+    ``c[i, j] (+)= sum_p a[i, p] * b[p, j]`` for the MR x NR tile (MR x 2NR when ``wide``), where
+    ``a[i, p] = a[a_pos + i*a_rs + p*a_ps]``, ``c[i, j] = c[c_pos + i*c_rs + j]`` and B comes in
+    16-wide strips ``b_ss`` apart: ``b[p, s*NR + t] = b[b_pos + s*b_ss + p*b_ps + t]``.
     Used when JIT is disabled; the vector version computes exactly this with the tile in registers.
     """
     for i in range(MR):
-        for j in range(NR):
+        for j in range(2 * NR if wide else NR):
             s = 0.0
             for p in range(kc):
-                s += a[a_pos + i * a_rs + p * a_ps] * b[b_pos + p * b_ps + j]
+                s += a[a_pos + i * a_rs + p * a_ps] * b[b_pos + j // NR * b_ss + p * b_ps + j % NR]
             if accumulate:          # added last, as the vector version does (see _microkernel.py)
                 s += c[c_pos + i * c_rs + j]
             c[c_pos + i * c_rs + j] = s
@@ -179,28 +184,32 @@ def _pack_b_strip(b, b_pos, b_sk, b_sn, kc, cols, dst, d_pos):
 # alternating): a panel of all of L2 was evicted by A and C (1024^3 12-21% slower than half of
 # it); a quarter of it is another 2-5% faster than half at 1024^3, the same at 256-512.
 # MC only bounds how many rows share one pass over that panel before we move to the next piece
-# of K. MC and NC are multiples of MR and NR.
+# of K. MC is a multiple of MR, NC of a wide tile's 2 * NR columns.
 KC = 256
 MC = 128
-NC = max(4 * NR, min(512, l2_cache_bytes() // 4 // (KC * 4)) // NR * NR)
+NC = max(4 * NR, min(512, l2_cache_bytes() // 4 // (KC * 4)) // (2 * NR) * (2 * NR))
+
+# Columns of C per tile, by typecode: 16, or 32 where the micro-kernel takes two strips of B at
+# once (simd.strips_per_tile: float32 on AVX-512).
+TILE_COLS = {"f": NR * strips_per_tile(4), "d": NR * strips_per_tile(8)}
 
 # Packing the panel of B costs about a copy of it; it pays once enough rows reuse it. Below this
 # many rows a row-major B is read in place (it is small and stays in cache anyway).
 PACK_B_MIN_ROWS = 64
 
-# Scratch layout, per thread: [packed B panel | packed A edge strip | C tile]
+# Scratch layout, per thread: [packed B panel | packed A edge strip | C tile (8 x 16 or 8 x 32)]
 _S_BPANEL = 0
 _S_AEDGE = _S_BPANEL + KC * NC
 _S_TILE = _S_AEDGE + MR * KC
-SCRATCH_SIZE = _S_TILE + MR * NR
+SCRATCH_SIZE = _S_TILE + MR * 2 * NR
 
 
 # The loop nest of one unit, outside in (C, A and B are the unit's matrices):
 #   jc: NC columns of C and B
 #     pc: KC of the K dimension                    pack B[pc:pc+KC, jc:jc+NC] (to L2)
 #       ic: MC rows of C and A                     A[ic:ic+MC, pc:pc+KC] stays in L2
-#         jr: NR (16) columns                      one strip of packed B (in L1)
-#           ir: MR (8) rows                        micro-kernel: an 8 x 16 tile of C,
+#         jr: 16 or 32 columns (a tile's)          one or two strips of packed B (in L1)
+#           ir: MR (8) rows                        micro-kernel: an 8 x 16 (or 8 x 32) tile of C,
 #                                                  C[ir:ir+8, jr:jr+16] (+)= A[ir:ir+8, pc:pc+KC] @ strip
 @cached(nogil=True)
 def _bmm_blocked(a_buf, a_off, a_sb0, a_sb1, a_sm, a_sk,
@@ -215,6 +224,7 @@ def _bmm_blocked(a_buf, a_off, a_sb0, a_sb1, a_sm, a_sk,
     B = as_array(b_buf)
     C = as_array(out_buf)
     S = as_array(scratch_buf)
+    tw = NR * tile_strips(C)                    # a tile's columns: 16, or 32 (a constant)
     col_blocks = (N + cols_per_unit - 1) // cols_per_unit
     units_per_batch = (M + rows_per_unit - 1) // rows_per_unit * col_blocks
     for u in range(u0, u1):
@@ -250,19 +260,23 @@ def _bmm_blocked(a_buf, a_off, a_sb0, a_sb1, a_sm, a_sk,
                                       S, _S_BPANEL + jr * kc)
                 for ic in range(0, m, MC):      # MC rows: their slice of A stays in L2 across jr
                     mc = min(MC, m - ic)
-                    for jr in range(0, nc, NR):  # a strip of NR columns of B, as (buffer, start, row step)
-                        nr = min(NR, nc - jr)
+                    # W columns of B: one 16-wide strip, or two (a wide tile: tw = 32)
+                    for jr in range(0, nc, tw):  # as (buffer, start, strip step, row step)
+                        nr = min(tw, nc - jr)
+                        wide = nr > NR
                         if pack_b:
-                            b_src, b_pos, b_ps = S, _S_BPANEL + jr * kc, NR
-                        elif nr == NR:          # row-major B, full strip: read it in place
-                            b_src, b_pos, b_ps = B, b_panel + jr, b_sk
+                            b_src, b_pos, b_ss, b_ps = S, _S_BPANEL + jr * kc, NR * kc, NR
+                        elif nr % NR == 0:      # row-major B, full strips: read them in place
+                            b_src, b_pos, b_ss, b_ps = B, b_panel + jr, NR, b_sk
                         else:                   # last, narrow strip: padded with zeros, packed
-                            # where the panel would hold it. (The same argument types as the
-                            # call above: a constant here, such as b_sn's 1, made numba compile
-                            # _pack_b_strip a second time, 1.2 s of a cold start.)
-                            _pack_b_strip(B, b_panel + jr * b_sn, b_sk, b_sn, kc, nr,
-                                          S, _S_BPANEL + jr * kc)
-                            b_src, b_pos, b_ps = S, _S_BPANEL + jr * kc, NR
+                            # where the panel would hold it, with the full strip before it.
+                            # (The same argument types as the call above: a constant here,
+                            # such as b_sn's 1, made numba compile _pack_b_strip a second time,
+                            # 1.2 s of a cold start.)
+                            for s in range(jr, jr + nr, NR):
+                                _pack_b_strip(B, b_panel + s * b_sn, b_sk, b_sn, kc,
+                                              min(NR, jr + nr - s), S, _S_BPANEL + s * kc)
+                            b_src, b_pos, b_ss, b_ps = S, _S_BPANEL + jr * kc, NR * kc, NR
                         for ir in range(ic, ic + mc, MR):  # MR rows of A: one micro-kernel call
                             mr = min(MR, ic + mc - ir)
                             a_pos = a_base + ir * a_sm + pc * a_sk
@@ -272,19 +286,19 @@ def _bmm_blocked(a_buf, a_off, a_sb0, a_sb1, a_sm, a_sk,
                                 _pack_a_strip(A, a_pos, a_sm, a_sk, mr, kc, S, _S_AEDGE)
                                 a_src, a_pos, a_rs, a_ps = S, _S_AEDGE, 1, MR
                             c_pos = c_base + ir * N + jc + jr
-                            full = mr == MR and nr == NR
+                            full = mr == MR and nr % NR == 0
                             if full:            # write the tile straight into C
                                 d_buf, d_pos, d_rs, d_acc = C, c_pos, N, accumulate
                             else:               # edge tile: compute all of it into scratch ...
-                                d_buf, d_pos, d_rs, d_acc = S, _S_TILE, NR, False
+                                d_buf, d_pos, d_rs, d_acc = S, _S_TILE, tw, False
                             # One call site only: the micro-kernel is inlined, and a second copy
                             # would double the compile time.
-                            _micro(a_src, a_pos, a_rs, a_ps, b_src, b_pos, b_ps, kc,
-                                   d_buf, d_pos, d_rs, d_acc)
+                            _micro(a_src, a_pos, a_rs, a_ps, b_src, b_pos, b_ss, b_ps, kc,
+                                   d_buf, d_pos, d_rs, wide, d_acc)
                             if not full:        # ... and keep its valid part
                                 for i in range(mr):
                                     c_row = C[c_pos + i * N:c_pos + i * N + nr]
-                                    t_row = S[_S_TILE + i * NR:_S_TILE + i * NR + nr]
+                                    t_row = S[_S_TILE + i * tw:_S_TILE + i * tw + nr]
                                     if accumulate:
                                         for j in range(nr):
                                             c_row[j] += t_row[j]
@@ -468,9 +482,11 @@ def _bmm_threaded(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_
         rows = -(-M // blocks_per_matrix)           # a block's rows, if split by rows
         packs_b = b_sn != 1 or rows >= PACK_B_MIN_ROWS
         if packs_b and N >= SPLIT_COLUMNS_MIN * blocks_per_matrix:
-            # multiples of NR, so that only the last block of a row has a narrow strip
+            # multiples of a tile's columns, so that only the last block of a row has a
+            # narrow tile
             cols = -(-N // blocks_per_matrix)
-            cols_per_unit = -(-cols // NR) * NR
+            tw = TILE_COLS[a.typecode]
+            cols_per_unit = -(-cols // tw) * tw
         else:
             # multiples of MR, so that only the last block of a matrix has a short strip
             rows_per_unit = -(-rows // MR) * MR
