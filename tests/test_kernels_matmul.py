@@ -176,6 +176,27 @@ def test_bmm_paths(typecode, nb0, nb1, M, N, K, b_t):
     check_bmm(typecode, nb0, nb1, M, N, K, A, B)
 
 
+@pytest.mark.parametrize("typecode", "fd")
+@pytest.mark.parametrize("M,N,K,b_t", [
+    (4, 4, 4, False), (1, 37, 19, True), (MR, NR, 5, False), (2 * MR + 3, 2 * NR + 5, 7, True),
+    (3, 5, 0, False), (0, 5, 3, False), (5, 0, 3, False), (9, 3, KC + 9, False),
+    (130, 2 * NR + 7, 260, True)])   # the last: enough work for bmm_fast's threads
+def test_mm_one_matrix(typecode, M, N, K, b_t):
+    """mm, bmm of one matrix with six arguments fewer, in both tiers: small products go straight
+    to the compiled kernels, large ones through bmm_fast."""
+    if not JIT and M * N * K > 10 ** 4:
+        pytest.skip("large: compiled mode only")
+    rng = random.Random(M * 1000 + N)
+    A = Operand(typecode, 1, 1, M, K, rng, offset=2)
+    B = Operand(typecode, 1, 1, K, N, rng, transposed=b_t, offset=1)
+    want, scale = naive_bmm(A, B, 1, 1, M, N, K)
+    for name, kernel in (("mm_fast", matmul.mm_fast), ("mm_reference", matmul.mm_reference)):
+        out = fresh_out(typecode, M * N)
+        kernel(A.buf, A.off, A.s_r, A.s_c, B.buf, B.off, B.s_r, B.s_c, out, M, N, K)
+        assert list(out[M * N:]) == [SENTINEL] * EXTRA, f"{name} wrote past the end of out"
+        assert_close(out[:M * N], want, scale, typecode, K, name)
+
+
 def test_k_zero_overwrites_garbage():
     A = Operand("f", 1, 1, 3, 0, random.Random(0))
     B = Operand("f", 1, 1, 0, 4, random.Random(0))

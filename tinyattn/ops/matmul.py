@@ -44,17 +44,23 @@ class MatMul(BinaryFunction):
     @staticmethod
     def forward(ctx, a, b):
         sa, sb = a.shape, b.shape
-        M, K = sa[-2], sa[-1]
-        N = sb[-1]
         # The common layouts go straight to the kernel (this op runs hundreds of times per step):
         if len(sb) == 2 and (len(sa) == 2 or a._packed):
             # x @ W (also a batch (..., M, K) @ (K, N) of packed x): one (rows, K) @ (K, N)
             # product, so that W is packed once for all the rows, not once per batch entry.
-            out = _empty(sa[:-1] + (N,), a.dtype)
-            KM.bmm(a._data, a._offset, 0, 0, a._strides[-2], a._strides[-1],
-                   b._data, b._offset, 0, 0, b._strides[0], b._strides[1],
-                   out._data, 1, 1, len(out._data) // N if N else 0, N, K)
+            K, N = sb
+            if len(sa) == 2:
+                M = sa[0]
+                out = _empty((M, N), a.dtype)
+            else:
+                out = _empty(sa[:-1] + (N,), a.dtype)
+                M = len(out._data) // N if N else 0
+            s, t = a._strides, b._strides
+            KM.mm(a._data, a._offset, s[-2], s[-1], b._data, b._offset, t[0], t[1], out._data,
+                  M, N, K)
             return out
+        M, K = sa[-2], sa[-1]
+        N = sb[-1]
         if len(sa) == len(sb) and 3 <= len(sa) <= 4 and sa[:-2] == sb[:-2]:
             # (B, M, K) @ (B, K, N) or (B, H, M, K) @ (B, H, K, N): attention's batched products;
             # the kernel walks two batch dims with any strides (head-split and transposed views).
