@@ -122,6 +122,32 @@ def test_softmax_rows_masked_and_nan(log):
     assert_close(y[4], want[2], rtol=1e-6)
 
 
+@pytest.mark.parametrize("typecode", "fd")
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("R", [3, 64, KS.SHORT_ROW, KS.SHORT_ROW + 1])
+def test_softmax_rows_four_at_a_time(typecode, log, R):
+    """Short rows go four at a time: row blocks n0..n1 that are not multiples of four, and a fully
+    masked row inside a group of four (which sends the group to the one-row loop) give what the
+    formulas give, row by row; the rows outside n0..n1 are untouched."""
+    inf = math.inf
+    rng = random.Random(R)
+    N = 11
+    rows = [[rng.uniform(-5, 5) for _ in range(R)] for _ in range(N)]
+    rows[6] = [-inf] * R                      # rows 5-8 are a group of four from n0 = 1
+    rows[2][R // 2] = -inf                    # a masked key: exp 0, log -inf
+    x = _buf(typecode, [v for row in rows for v in row])
+    y = _buf(typecode, [7.0] * (N * R))
+    n0, n1 = 1, 10                            # nine rows: groups 1-4 and 5-8, then row 9
+    KS.softmax_rows_forward(x, y, R, n0, n1, log, typecode == "f")
+    want = _softmax_rows_reference([list(x[n * R:(n + 1) * R]) for n in range(N)], log)
+    for n in range(N):
+        got = list(y[n * R:(n + 1) * R])
+        if not n0 <= n < n1:
+            assert got == [7.0] * R, f"row {n} outside the block was written"
+        else:
+            assert_close(got, want[n], rtol=2e-6 if typecode == "f" else 1e-12)
+
+
 @kernel
 def _exp_float32_all(x, out, n):
     for i in range(n):

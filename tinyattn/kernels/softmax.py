@@ -166,13 +166,74 @@ def _exp_sum(row, y, m, R, single, store):
     return s
 
 
+@vector_inline
+def _normalise(row, y, m, s, R, log, single):
+    """The last pass of a row: y = (x - m) - log(s) when `log`, else y = exps / s (y holds the
+    exps)."""
+    if log and single:  # float32 arithmetic, as in _exp_sum: no conversion per element.
+        # (x - m) - log(s), not x - (m + log(s)): x - m is exact, while m + log(s) would be
+        # rounded at the size of m (logits of 1e4 would lose log(s)'s third digit).
+        m32 = f32(m)
+        log_s32 = f32(math.log(s))
+        for r in range(R):
+            y[r] = (row[r] - m32) - log_s32
+    elif log:
+        shift = m + math.log(s)
+        for r in range(R):
+            y[r] = row[r] - shift
+    elif single:
+        inv32 = f32(1.0 / s)
+        for r in range(R):
+            y[r] *= inv32
+    else:
+        inv = 1.0 / s
+        for r in range(R):
+            y[r] *= inv
+
+
+# Rows of at most this many elements are done four at a time (below).
+SHORT_ROW = 256
+
+
 @vector_kernel
 def softmax_rows_forward(x, out, R, n0, n1, log, single):
     """out = softmax (or log_softmax when `log`) of rows n0 <= n < n1 of a contiguous (N, R) x;
-    `single`: the buffers are float32."""
+    `single`: the buffers are float32.
+
+    A short row is a chain of steps that each wait for the one before (maximum, its horizontal
+    reduction, the exps and their sum, the log), and on its own it leaves the core idle in
+    between: 64 elements take ~100 cycles. Four short rows at a time, each step written for all
+    four, let the core run their chains side by side: log_softmax of 4096 x 64 float32 on one
+    core of the Zen 5, 100 -> 80 us."""
     X = as_array(x)
     Y = as_array(out)
-    for n in range(n0, n1):
+    n = n0
+    if R <= SHORT_ROW:
+        while n + 4 <= n1:
+            x0 = X[n * R:(n + 1) * R]
+            x1 = X[(n + 1) * R:(n + 2) * R]
+            x2 = X[(n + 2) * R:(n + 3) * R]
+            x3 = X[(n + 3) * R:(n + 4) * R]
+            m0 = _row_max(x0, R, single)
+            m1 = _row_max(x1, R, single)
+            m2 = _row_max(x2, R, single)
+            m3 = _row_max(x3, R, single)
+            if min(min(m0, m1), min(m2, m3)) == -math.inf:
+                break                   # a fully masked row among them: one by one, below
+            y0 = Y[n * R:(n + 1) * R]
+            y1 = Y[(n + 1) * R:(n + 2) * R]
+            y2 = Y[(n + 2) * R:(n + 3) * R]
+            y3 = Y[(n + 3) * R:(n + 4) * R]
+            s0 = _exp_sum(x0, y0, m0, R, single, not log)
+            s1 = _exp_sum(x1, y1, m1, R, single, not log)
+            s2 = _exp_sum(x2, y2, m2, R, single, not log)
+            s3 = _exp_sum(x3, y3, m3, R, single, not log)
+            _normalise(x0, y0, m0, s0, R, log, single)
+            _normalise(x1, y1, m1, s1, R, log, single)
+            _normalise(x2, y2, m2, s2, R, log, single)
+            _normalise(x3, y3, m3, s3, R, log, single)
+            n += 4
+    for n in range(n, n1):
         row = X[n * R:(n + 1) * R]
         y = Y[n * R:(n + 1) * R]
         m = _row_max(row, R, single)
@@ -180,25 +241,7 @@ def softmax_rows_forward(x, out, R, n0, n1, log, single):
             _masked_row(row, y, R, log)
             continue
         s = _exp_sum(row, y, m, R, single, not log)
-        if log and single:  # float32 arithmetic, as in _exp_sum: no conversion per element.
-            # (x - m) - log(s), not x - (m + log(s)): x - m is exact, while m + log(s) would be
-            # rounded at the size of m (logits of 1e4 would lose log(s)'s third digit).
-            m32 = f32(m)
-            log_s32 = f32(math.log(s))
-            for r in range(R):
-                y[r] = (row[r] - m32) - log_s32
-        elif log:
-            shift = m + math.log(s)
-            for r in range(R):
-                y[r] = row[r] - shift
-        elif single:
-            inv32 = f32(1.0 / s)
-            for r in range(R):
-                y[r] *= inv32
-        else:
-            inv = 1.0 / s
-            for r in range(R):
-                y[r] *= inv
+        _normalise(row, y, m, s, R, log, single)
 
 
 @vector_kernel
