@@ -794,17 +794,30 @@ def bench_memory(res, torch):
 
 
 def machine_info():
-    cpu = platform.processor()
+    """The CPU as /proc/cpuinfo names it, with its family and model numbers (a VM often says only
+    "AMD EPYC": family 25 model 1 is a Zen 3, family 26 a Zen 5) and LLVM's name for the core
+    numba compiles for, its L2 per core, and the vector ISA."""
+    cpu, family, model = platform.processor(), None, None
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
+                key, _, value = line.partition(":")
+                key, value = key.strip(), value.strip()
+                if key == "model name":
+                    cpu = value
+                elif key == "cpu family":
+                    family = value
+                elif key == "model":
+                    model = value
+                elif not key and cpu:       # the end of the first processor's block
                     break
     except OSError:
         pass
-    return dict(cpu=cpu, cpu_count=os.cpu_count(), python=platform.python_version(),
-                platform=platform.platform(), isa=vector_isa())
+    import llvmlite.binding as llvm
+    from tinyattn.kernels.simd import l2_cache_bytes
+    return dict(cpu=cpu, cpu_family=family, cpu_model=model, llvm_cpu=llvm.get_host_cpu_name(),
+                l2_kib_per_core=l2_cache_bytes() // 1024, cpu_count=os.cpu_count(),
+                python=platform.python_version(), platform=platform.platform(), isa=vector_isa())
 
 
 def vector_isa():
@@ -877,8 +890,11 @@ def main(argv=None):
                 torch=torch.__version__ if torch else None, torch_threads=2 if torch else None,
                 loadavg_start=os.getloadavg(), rounds=rounds)
     theirs = f"PyTorch {meta['torch']} (2 threads)" if torch else "PyTorch not installed"
+    ident = ", ".join(x for x in (
+        meta["cpu_family"] and f"family {meta['cpu_family']} model {meta['cpu_model']}",
+        f"LLVM: {meta['llvm_cpu']}", f"L2 {meta['l2_kib_per_core']} KiB per core") if x)
     print(f"tinyattn {ta.__version__} ({threads.num_threads()} threads) vs {theirs} on "
-          f"{meta['cpu']}, {meta['cpu_count']} cores; load average "
+          f"{meta['cpu']} ({ident}), {meta['cpu_count']} cores; load average "
           f"{meta['loadavg_start'][0]:.2f}")
     isa = os.environ.get("TINYATTN_BENCH_ISA")
     meta["numba_registers"] = _widest_register()
