@@ -122,7 +122,7 @@ def strips_per_tile(itemsize, isa=None):
     fit in the registers (16 accumulators, two rows of B, one broadcast element of A: float32 on
     AVX-512), else 1. With two, each broadcast element of A feeds two FMAs: per step 10 loads
     for 16 FMAs instead of 9 for 8, and the loads were the limit (in L1, one core of the AVX-512
-    Zen 5: an 8 x 16 tile 204-210 GFLOP/s, 8 x 32 260-263, of a 271 FMA peak)."""
+    Zen 5: an 8 x 16 tile 204-210 GFLOP/s, 8 x 32 259-263, of a 271 FMA peak)."""
     _, bits, regs = isa or vector_isa()
     per_row = max(1, LANES * itemsize * 8 // bits)
     return 2 if 2 * (8 * per_row + per_row) + 1 <= regs else 1
