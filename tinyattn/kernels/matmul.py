@@ -266,7 +266,7 @@ def _bmm_blocked(a_buf, a_off, a_sb0, a_sb1, a_sm, a_sk,
                                       S, _S_BPANEL + jr * kc)
                 for ic in range(0, m, MC):      # MC rows: their slice of A stays in L2 across jr
                     mc = min(MC, m - ic)
-                    # W columns of B: one 16-wide strip, or two (a wide tile: tw = 32)
+                    # tw columns of B: one 16-wide strip, or two (a wide tile: tw = 32)
                     for jr in range(0, nc, tw):  # as (buffer, start, strip step, row step)
                         nr = min(tw, nc - jr)
                         wide = nr > NR
