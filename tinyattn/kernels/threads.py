@@ -164,16 +164,24 @@ else:
         return flags[go_i] > seen
 
 
+# The two spin loops' machine code, called without numba's dispatch (jit.by_typecode explains
+# why): 0.13 us less per call, paid twice per hand-off. Set by _calibrate.
+_spin_entry = _spin_above
+_report_entry = _report_then_spin
+
+
 def _calibrate():
     """Spin turns per SPIN_US and per HANDOFF_US on this CPU (a `pause` takes ~10-150 cycles)."""
-    global _spins, _handoff
+    global _spins, _handoff, _spin_entry, _report_entry
     if not _SPINNING:
         return
+    flags, i64 = numba.typeof(_flags), types.int64
+    _spin_entry = _spin_above.compile((flags, i64, i64, i64))   # compiles, or loads the cache
+    _report_entry = _report_then_spin.compile((flags,) + (i64,) * 6)
     probe = len(_flags) - 1             # a counter nobody writes: the loop runs all its turns
-    _spin_above(_flags, probe, 0, 16)   # compile / load from the cache first
     turns = 20000
     t0 = time.perf_counter()
-    _spin_above(_flags, probe, 0, turns)
+    _spin_entry(_flags, probe, 0, turns)
     per_us = turns / max((time.perf_counter() - t0) * 1e6, 1e-3)
     _spins = max(1, int(per_us * SPIN_US))
     _handoff = int(per_us * HANDOFF_US)
@@ -219,7 +227,7 @@ class _Worker:
         while True:
             if self._caller_sleeping:
                 self._finished.set()
-            if not _report_then_spin(_flags, self._done_i, seen, self._go_i, seen, _spins,
+            if not _report_entry(_flags, self._done_i, seen, self._go_i, seen, _spins,
                                      _handoff):
                 # Spun long enough: sleep. Flags and events are read and written holding the GIL,
                 # so "sleeping = True, then check go" here and "go = n, then check sleeping" in
@@ -261,7 +269,7 @@ class _Worker:
         """Block until the block handed over by start() is finished; returns its exception."""
         seq = self._seq
         while _flags[self._done_i] < seq:
-            if _spin_above(_flags, self._done_i, seq - 1, _spins):
+            if _spin_entry(_flags, self._done_i, seq - 1, _spins):
                 break
             self._finished.clear()
             self._caller_sleeping = True
@@ -347,15 +355,27 @@ def parallel_for(fn, n, min_chunk=1):
         fn(0, n)
         return
     try:
-        blocks = split(n, parts)
-        workers = _get_workers()[:len(blocks) - 1]
-        for w, (start, stop) in zip(workers, blocks[1:]):
-            w.start(fn, start, stop)
-        try:
-            fn(*blocks[0])
-        finally:
-            # Wait for every block even if ours failed: the others are still writing the output.
-            errors = [e for e in (w.wait() for w in workers) if e is not None]
+        if parts == 2:
+            # Two cores, the common case, without the block list: split(n, 2) written out (0.4
+            # us of the ~4.6 us that an empty split costs on the Zen 5).
+            half = n - n // 2
+            w = _get_workers()[0]
+            w.start(fn, half, n)
+            try:
+                fn(0, half)
+            finally:
+                error = w.wait()        # (even if ours failed: the worker still writes)
+            errors = () if error is None else (error,)
+        else:
+            blocks = split(n, parts)
+            workers = _get_workers()[:len(blocks) - 1]
+            for w, (start, stop) in zip(workers, blocks[1:]):
+                w.start(fn, start, stop)
+            try:
+                fn(*blocks[0])
+            finally:
+                # Wait for every block even if ours failed: the others are still writing the output.
+                errors = [e for e in (w.wait() for w in workers) if e is not None]
     finally:
         _busy.release()
     if errors:
