@@ -8,6 +8,11 @@ on one thread, then split in two halves by parallel_for, with the workers spinni
 as the library did before). Each setting runs in a child process; the figure is the median time
 per call over a few thousand calls. Splitting pays when the parallel time is below the 1-thread
 time.
+
+A second table times whole products `a @ b` of a training step's sizes the same way: on one
+thread, split in two with the worker's half handed over as a Python call, and split with it
+handed over as numbers that the worker's compiled spin loop runs without the GIL (the default,
+kernels/jobs.py). The three settings alternate in one child process.
 """
 import json
 import os
@@ -57,12 +62,61 @@ print(json.dumps(out))
 
 REPS = [0, 5, 10, 20, 50, 100]
 
+MATMUL_CHILD = r"""
+import json, sys, time
+sys.path.insert(0, ROOT)
+import tinyattn as ta
+from tinyattn.kernels import jobs, matmul, threads
+
+matmul.PARALLEL_MIN_WORK = 0        # split every product: what a split costs and saves
+out = {}
+for name, (nb, M, N, K, a_t, b_t) in SHAPES:
+    a = ta.randn(nb, K, M).transpose(1, 2) if a_t else ta.randn(nb, M, K)
+    b = ta.randn(nb, N, K).transpose(1, 2) if b_t else ta.randn(nb, K, N)
+    best = {}
+    for _ in range(5):
+        for setting in ("one thread", "Python call", "compiled"):
+            threads.set_num_threads(1 if setting == "one thread" else 2)
+            threads._get_workers()
+            threads._kinds.clear()
+            if setting == "compiled":
+                threads._kinds.update(jobs.KINDS)
+            for _ in range(50):
+                a @ b
+            ts = []
+            for _ in range(400):
+                t0 = time.perf_counter()
+                a @ b
+                ts.append(time.perf_counter() - t0)
+            ts.sort()
+            best[setting] = min(best.get(setting, 1e9), ts[len(ts) // 2] * 1e6)
+    out[name] = best
+print(json.dumps(out))
+"""
+
+# (name, (batch, M, N, K, A transposed, B transposed)): products of the GRU seq2seq step of
+# benchmarks/run.py (x W^T, the gradients of W and of x) and a batched attention product
+SHAPES = [("(64x160) @ (160x192), B^T", (1, 64, 192, 160, False, True)),
+          ("(64x64) @ (64x192)", (1, 64, 192, 64, False, False)),
+          ("(192x64) @ (64x160), A^T", (1, 192, 160, 64, True, False)),
+          ("(768x32) @ (32x192), B^T", (1, 768, 192, 32, False, True)),
+          ("(192x768) @ (768x64), A^T", (1, 192, 64, 768, True, False)),
+          ("128 x (32x16) @ (16x32)", (128, 32, 32, 16, False, False))]
+
 
 def run(spin_us):
     env = dict(os.environ, TINYATTN_NUM_THREADS="2")
     if spin_us is not None:
         env["TINYATTN_SPIN_US"] = str(spin_us)
     code = CHILD.replace("ROOT", repr(ROOT)).replace("REPS", repr(REPS))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       check=True)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def run_matmul():
+    env = dict(os.environ, TINYATTN_NUM_THREADS="2")
+    code = MATMUL_CHILD.replace("ROOT", repr(ROOT)).replace("SHAPES", repr(SHAPES))
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        check=True)
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -78,6 +132,10 @@ def main():
     for reps in REPS:
         one, two = spinning[str(reps)]
         print(f"{one:14.1f} {two:12.1f} {sleeping[str(reps)][1]:12.1f}")
+    print()
+    print(f"{'a @ b, fp32 (us)':<28} {'1 thread':>9} {'2, Python':>10} {'2, compiled':>12}")
+    for name, t in run_matmul().items():
+        print(f"{name:<28} {t['one thread']:9.1f} {t['Python call']:10.1f} {t['compiled']:12.1f}")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ module's ``bmm_reference``; never numbers produced by ``bmm`` itself. Runs compi
 import array
 import math
 import random
+import threading
 
 import numba
 import pytest
@@ -205,14 +206,25 @@ def test_k_zero_overwrites_garbage():
     assert list(out) == [0.0] * 12 + [SENTINEL] * EXTRA
 
 
+def _keep_the_worker_spinning(monkeypatch):
+    """A worker that spins SPIN_US without a job goes to sleep, and a sleeping worker runs its
+    next block as a Python call: the reference products of a test take longer than that. Spin
+    (almost) for ever, from the job below on."""
+    threads._get_workers()
+    monkeypatch.setattr(threads, "_spins", 1 << 60)
+    threads.parallel_for(lambda start, stop: None, 2)
+
+
 @pytest.mark.parametrize("nbatch", [1, 2, 9, 17])
 @pytest.mark.parametrize("b_t", [False, True])
 @pytest.mark.parametrize("by", ["rows", "columns"])
 @pytest.mark.parametrize("K", [6, 0])
-def test_threaded_split(monkeypatch, nbatch, b_t, by, K):
+@pytest.mark.parametrize("typecode", ["d", "f"])
+def test_threaded_split(monkeypatch, nbatch, b_t, by, K, typecode):
     """Force the threaded path on small shapes: split by half matrices (odd batches; halves by
     rows or by columns, the second of which ends in a narrow strip here), by whole matrices (even
-    or long batches)."""
+    or long batches). Compiled, the worker's block runs from its job words (kernels/jobs.py): the
+    worker thread never calls the kernel through Python."""
     monkeypatch.setattr(matmul, "PARALLEL_MIN_WORK", 0)
     monkeypatch.setattr(matmul, "SPLIT_COLUMNS_MIN", 1 if by == "columns" else 10 ** 9)
     if by == "columns":     # Python's choice only: the compiled kernel keeps its own constant
@@ -220,11 +232,47 @@ def test_threaded_split(monkeypatch, nbatch, b_t, by, K):
     old = threads.num_threads()
     threads.set_num_threads(2)
     try:
+        _keep_the_worker_spinning(monkeypatch)
+        matmul.ensure_compiled(typecode)
+        kern, callers = matmul._compiled[typecode], set()
+
+        def recorded(*args):
+            callers.add(threading.get_ident())
+            return kern(*args)
+        monkeypatch.setitem(matmul._compiled, typecode, recorded)
         rng = random.Random(nbatch)
-        M, N = 2 * MR + 5, NR + 3
-        A = Operand("d", nbatch, 1, M, K, rng, transposed=True)
-        B = Operand("d", nbatch, 1, K, N, rng, transposed=b_t, bcast0=nbatch in (2, 17))
-        check_bmm("d", nbatch, 1, M, N, K, A, B)
+        M, N = 2 * MR + 5, matmul.TILE_COLS[typecode] + 3
+        A = Operand(typecode, nbatch, 1, M, K, rng, transposed=True)
+        B = Operand(typecode, nbatch, 1, K, N, rng, transposed=b_t, bcast0=nbatch in (2, 17))
+        check_bmm(typecode, nbatch, 1, M, N, K, A, B)
+        if threads._SPINNING:   # (interpreted, workers call their blocks: nothing spins)
+            assert callers == {threading.get_ident()}
+            w = threads._workers[0]
+            assert threads._jobs[w._at] == threads._kinds[matmul._RUN_BLOCKS[typecode]]
+    finally:
+        threads.set_num_threads(old)
+
+
+@pytest.mark.skipif(not JIT, reason="compiled jobs: compiled mode only")
+def test_worker_wakes_a_caller_that_sleeps_through_its_compiled_job(monkeypatch):
+    """The caller gives up spinning at once and sleeps; the worker, in its compiled loop, sees
+    that after the job (jobs.serve returns -2) and wakes it. The result is whole, nothing hangs,
+    and the sleeping flag is cleared."""
+    monkeypatch.setattr(matmul, "PARALLEL_MIN_WORK", 0)
+    old = threads.num_threads()
+    threads.set_num_threads(2)
+    try:
+        _keep_the_worker_spinning(monkeypatch)
+        spin = threads._spin_entry
+        monkeypatch.setattr(threads, "_spin_entry", lambda f, i, seen, turns: spin(f, i, seen, 1))
+        rng = random.Random(3)
+        M, N, K = 4 * MR, 4 * NR, 300
+        for _ in range(3):
+            A = Operand("f", 1, 1, M, K, rng)
+            B = Operand("f", 1, 1, K, N, rng)
+            check_bmm("f", 1, 1, M, N, K, A, B)
+        w = threads._workers[0]
+        assert threads._flags[w._done_i] == w._seq and threads._flags[w._done_i + 1] == 0
     finally:
         threads.set_num_threads(old)
 

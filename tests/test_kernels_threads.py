@@ -205,3 +205,34 @@ def test_set_num_threads_refuses_what_pytorch_refuses(bad, message):
     with pytest.raises(RuntimeError, match=f"set_num_threads expects {message}"):
         ta.set_num_threads(bad)
     assert ta.get_num_threads() == old   # nothing changed
+
+
+@pytest.mark.skipif(__import__("numba").config.DISABLE_JIT, reason="compiled only")
+@pytest.mark.parametrize("typecode", ["f", "d"])
+def test_a_buffer_written_down_as_a_number_is_the_same_buffer(typecode):
+    """buffers.address and buffers.buffer_at, which carry a block's buffers to a worker in its
+    job words (kernels/jobs.py): the rebuilt buffer reads and writes the original's memory."""
+    from array import array
+
+    import numba
+
+    from tinyattn.kernels.buffers import address, buffer_at
+
+    dtype = numba.float32 if typecode == "f" else numba.float64
+
+    @numba.njit
+    def round_trip(words, buf):
+        words[0] = address(buf, 2)
+        words[1] = len(buf) - 2
+        view = buffer_at(words[0], words[1], dtype)
+        view[0] = 7.0
+        total = 0.0
+        for i in range(len(view)):
+            total += view[i]
+        return total, len(view)
+
+    buf = array(typecode, [1.0, 2.0, 3.0, 4.0, 5.0])
+    words = array("q", [0, 0])
+    assert round_trip(words, buf) == (16.0, 3)
+    assert list(buf) == [1.0, 2.0, 7.0, 4.0, 5.0]
+    assert words[0] == buf.buffer_info()[0] + 2 * buf.itemsize

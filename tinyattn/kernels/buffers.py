@@ -15,6 +15,9 @@ vectorising loops over them. Two tools, each with a plain-Python twin that is wh
     a slice per step costs more than the arithmetic.
 ``store(arr, i, value)``
     ``arr[i] = value`` likewise, for the micro-kernel's writes of its tile.
+``address(buf, i)``, ``buffer_at(addr, n, dtype)``
+    Compiled only: a buffer written down as numbers and rebuilt from them, for the blocks that a
+    worker thread runs without the GIL (kernels/jobs.py).
 
 numba's ``cache=True`` does not notice when a function defined here changes: after editing this
 file, delete the ``__pycache__`` folders (or touch the kernels' files) so cached kernels recompile.
@@ -23,6 +26,7 @@ Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 
 from numba import types
+from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 __all__ = ["as_array", "load", "store"]
@@ -115,3 +119,51 @@ def _unchecked_store(typingctx, arr, i, value):
 def _store_jit(arr, i, value):
     if isinstance(arr, types.Array) and isinstance(i, types.Integer):
         return lambda arr, i, value: _unchecked_store(arr, i, value)
+
+
+# --------------------------------------------------------------------------- a buffer as a number
+# A block of a kernel handed to a worker thread that runs it without the GIL (kernels/jobs.py) is
+# written down as int64 words: each buffer as its address and length. Compiled only: interpreted,
+# workers run their blocks as Python calls and never see these words.
+
+@intrinsic
+def address(typingctx, buf, i):
+    """The address of ``buf[i]`` as an int64 (``i`` in bounds: nothing is checked)."""
+    if not isinstance(buf, types.Buffer) or not isinstance(i, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        index = context.cast(builder, args[1], signature.args[1], types.intp)
+        item = builder.gep(ary.data, [index], inbounds=True)
+        return builder.ptrtoint(item, context.get_value_type(types.int64))
+
+    return types.int64(buf, i), codegen
+
+
+@intrinsic
+def buffer_at(typingctx, addr, n, dtype):
+    """The ``n`` elements of type ``dtype`` (numba's ``float32`` / ``float64``) from address
+    ``addr``, typed as the ``array.array`` a kernel takes: a kernel compiled for array.array
+    arguments runs on it as it is, without a second compile. The memory belongs to a Python
+    object that the thread which wrote the address keeps alive until the kernel has finished."""
+    if not isinstance(dtype, types.NumberClass):
+        return None
+    item = dtype.instance_type
+    buf_type = types.PyArray(item, 1, "C")
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(buf_type)(context, builder)
+        ll_item = context.get_data_type(item)
+        size = context.get_constant(types.intp, context.get_abi_sizeof(ll_item))
+        count = context.cast(builder, args[1], signature.args[1], types.intp)
+        ary.meminfo = ary.meminfo.type(None)
+        ary.parent = ary.parent.type(None)
+        ary.nitems = count
+        ary.itemsize = size
+        ary.data = builder.inttoptr(args[0], ll_item.as_pointer())
+        ary.shape = cgutils.pack_array(builder, [count])
+        ary.strides = cgutils.pack_array(builder, [size])
+        return ary._getvalue()
+
+    return buf_type(types.int64, types.int64, dtype), codegen

@@ -60,8 +60,8 @@ import numba
 from numba import njit
 
 from . import threads
-from .buffers import as_array, load, store
-from .jit import by_typecode, cached, vector_kernel
+from .buffers import address, as_array, buffer_at, load, store
+from .jit import by_typecode, cached, inline, kernel, vector_kernel
 from .simd import (l2_cache_bytes, strips_per_tile, transpose16, vload, vload_rows, vstore,
                    vstore_rows)
 from ._microkernel import MR, NR
@@ -526,7 +526,93 @@ def _bmm_threaded(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_
         kern(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
              out, nb1, M, N, K, rows_per_unit, cols_per_unit, u0, u1, _scratch(typecode))
 
-    threads.parallel_for(run, units)
+    # The workers' blocks as numbers (kernels/jobs.py): a spinning worker runs them without
+    # taking the GIL.
+    job = (_RUN_BLOCKS[typecode], _post[typecode],
+           (a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
+            out, nb1, M, N, K, rows_per_unit, cols_per_unit, _worker_scratch(typecode)))
+    threads.parallel_for(run, units, job=job)
+
+
+# ---------------------------------------------------------------------------------------------
+# A worker's blocks as numbers: threads.py hands them to a spinning worker, which runs them in
+# its compiled spin loop (kernels/jobs.py) without the GIL.
+# ---------------------------------------------------------------------------------------------
+
+_pool_scratch = {}      # typecode -> one scratch buffer per worker, side by side
+
+
+def _worker_scratch(typecode):
+    """SCRATCH_SIZE elements per worker thread (the caller's block uses its own _scratch)."""
+    need = SCRATCH_SIZE * max(1, threads.num_threads() - 1)
+    buf = _pool_scratch.get(typecode)
+    if buf is None or len(buf) < need:
+        buf = _pool_scratch[typecode] = array.array(
+            typecode, bytes(need * array.array(typecode).itemsize))
+    return buf
+
+
+@cached()
+def _post_blocks(jobs, at, worker, u0, u1, a_buf, a_off, a_sb0, a_sb1, a_sm, a_sk,
+                 b_buf, b_off, b_sb0, b_sb1, b_sk, b_sn, out_buf, nb1, M, N, K,
+                 rows_per_unit, cols_per_unit, scratch_buf):
+    """Write the arguments of _bmm_blocked(..., u0, u1) for worker ``worker`` into jobs[at + 1:
+    at + 27]: a buffer as its address and length, the worker's scratch as its part of
+    scratch_buf. Holds the GIL (no nogil): it takes less time than releasing it would."""
+    jobs[at + 1] = address(a_buf, 0)
+    jobs[at + 2] = len(a_buf)
+    jobs[at + 3] = a_off
+    jobs[at + 4] = a_sb0
+    jobs[at + 5] = a_sb1
+    jobs[at + 6] = a_sm
+    jobs[at + 7] = a_sk
+    jobs[at + 8] = address(b_buf, 0)
+    jobs[at + 9] = len(b_buf)
+    jobs[at + 10] = b_off
+    jobs[at + 11] = b_sb0
+    jobs[at + 12] = b_sb1
+    jobs[at + 13] = b_sk
+    jobs[at + 14] = b_sn
+    jobs[at + 15] = address(out_buf, 0)
+    jobs[at + 16] = len(out_buf)
+    jobs[at + 17] = nb1
+    jobs[at + 18] = M
+    jobs[at + 19] = N
+    jobs[at + 20] = K
+    jobs[at + 21] = rows_per_unit
+    jobs[at + 22] = cols_per_unit
+    jobs[at + 23] = u0
+    jobs[at + 24] = u1
+    jobs[at + 25] = address(scratch_buf, worker * SCRATCH_SIZE)
+    jobs[at + 26] = SCRATCH_SIZE
+
+
+@inline
+def _run_from_words(jobs, at, dtype):
+    _bmm_blocked(buffer_at(jobs[at + 1], jobs[at + 2], dtype), jobs[at + 3], jobs[at + 4],
+                 jobs[at + 5], jobs[at + 6], jobs[at + 7],
+                 buffer_at(jobs[at + 8], jobs[at + 9], dtype), jobs[at + 10], jobs[at + 11],
+                 jobs[at + 12], jobs[at + 13], jobs[at + 14],
+                 buffer_at(jobs[at + 15], jobs[at + 16], dtype), jobs[at + 17], jobs[at + 18],
+                 jobs[at + 19], jobs[at + 20], jobs[at + 21], jobs[at + 22], jobs[at + 23],
+                 jobs[at + 24], buffer_at(jobs[at + 25], jobs[at + 26], dtype))
+
+
+@kernel
+def _run_blocks_f(jobs, at):
+    """Run the float32 blocks that _post_blocks wrote at jobs[at + 1:]."""
+    _run_from_words(jobs, at, numba.float32)
+
+
+@kernel
+def _run_blocks_d(jobs, at):
+    """Run the float64 blocks that _post_blocks wrote at jobs[at + 1:]."""
+    _run_from_words(jobs, at, numba.float64)
+
+
+_RUN_BLOCKS = {"f": _run_blocks_f, "d": _run_blocks_d}
+# _post_blocks' machine code per typecode, without numba's dispatch: 0.34 instead of 0.90 us
+_post = by_typecode(_post_blocks, "@q i i i i T i i i i i T i i i i i T i i i i i i T")
 
 
 # The interface (kernels/tiers.py): ops call `bmm` (and `mm` for one matrix), bound to the plain

@@ -15,7 +15,7 @@ burning a core while idle:
 - Each worker has two counters in a shared int64 buffer (`_flags`, one cache line each): `go`
   (the caller's job number) and `done` (the last job it finished).
 - A worker that finished a job publishes `done` and then spins on `go` inside a ``nogil`` numba
-  loop (`_report_then_spin`: an atomic load and the CPU's `pause` hint per turn) for at most
+  loop (`jobs.serve`: an atomic load and the CPU's `pause` hint per turn) for at most
   ``SPIN_US`` microseconds (5000, ``TINYATTN_SPIN_US``); after that it sleeps on an Event, and
   the caller wakes it the slow way. An idle library therefore stops spinning 5 ms after its last
   kernel. Why that long: the gap between two *parallel* kernels of a training step is often more
@@ -28,6 +28,10 @@ burning a core while idle:
   wake-up again). A worker that sees `go` therefore spins ``HANDOFF_US`` (2 us) more, time for the
   caller to reach its own kernel and release the GIL; and it publishes `done` from inside the
   nogil loop, so the caller that sees it finds the GIL free.
+- Better still, no GIL at all: a compiled kernel listed in kernels/jobs.py (the matmul's blocks)
+  is handed over as numbers in the worker's words of `_jobs`, and the spin loop runs it itself
+  (``parallel_for(..., job=...)``; jobs.py explains how). A worker that was asleep, or a kernel
+  not listed there, takes the Python call.
 
 Measured with `python benchmarks/threads.py` (2-core AMD EPYC, KVM): the round trip costs ~6 us
 instead of ~52 us, so a kernel of ~20 us or more already runs faster on two cores.
@@ -56,7 +60,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from .jit import kernel
+from .jit import cached, kernel
 
 __all__ = ["num_threads", "set_num_threads", "parallel_for"]
 
@@ -88,6 +92,10 @@ _workers = None             # created on first use, see _get_workers
 _num_threads = None         # resolved on first use, see num_threads
 _LINE = 8                   # int64s per 64-byte cache line: each counter on a line of its own
 _flags = array("q", bytes(8 * _LINE * 2 * MAX_THREADS))   # worker i: go at 2i lines, done at 2i+1
+# (and beside done: 1 while the caller sleeps waiting for it)
+JOB_WORDS = 32              # int64s per worker in _jobs: a compiled job's words (kernels/jobs.py)
+_jobs = array("q", bytes(8 * JOB_WORDS * MAX_THREADS))
+_kinds = {}                 # runner -> kind, for the jobs a worker runs compiled (jobs.KINDS)
 _spins = 0                  # spin turns in SPIN_US and HANDOFF_US, measured on first use
 _handoff = 0
 
@@ -143,41 +151,44 @@ if _SPINNING:
             _cpu_relax()
         return False
 
-    @kernel
-    def _report_then_spin(flags, done_i, done, go_i, seen, turns, handoff):
-        """A worker between jobs: publish flags[done_i] = done, then wait as `_spin_above` for
-        flags[go_i] > seen; once it is, spin `handoff` turns more (the GIL hand-off)."""
-        _store_release(flags, done_i, done)
-        for _ in range(turns):
-            if _load_acquire(flags, go_i) > seen:
-                for _ in range(handoff):
-                    _cpu_relax()
-                return True
-            _cpu_relax()
-        return False
+    @cached()
+    def _publish(flags, i, value):
+        """flags[i] = value as a release store: a worker that sees it sees the job's words written
+        before it. (Holding the GIL: releasing it for this would cost more than the store.)"""
+        _store_release(flags, i, value)
 else:
     def _spin_above(flags, i, seen, turns):
         return flags[i] > seen
 
-    def _report_then_spin(flags, done_i, done, go_i, seen, turns, handoff):
-        flags[done_i] = done
-        return flags[go_i] > seen
+    def _publish(flags, i, value):
+        flags[i] = value
 
 
-# The two spin loops' machine code, called without numba's dispatch (jit.by_typecode explains
-# why): 0.13 us less per call, paid twice per hand-off. Set by _calibrate.
+def _serve_python(flags, done_i, done, go_i, turns, handoff, jobs, at):
+    """jobs.serve where nothing spins: publish `done`, return the next job's number or -1."""
+    flags[done_i] = done
+    go = flags[go_i]
+    return go if go > done else -1
+
+
+# The spin loops' machine code, called without numba's dispatch (jit.by_typecode explains why):
+# 0.13 us less per call, paid twice per hand-off. Set by _calibrate.
 _spin_entry = _spin_above
-_report_entry = _report_then_spin
+_serve_entry = _serve_python
+_publish_entry = _publish
 
 
 def _calibrate():
     """Spin turns per SPIN_US and per HANDOFF_US on this CPU (a `pause` takes ~10-150 cycles)."""
-    global _spins, _handoff, _spin_entry, _report_entry
+    global _spins, _handoff, _spin_entry, _serve_entry, _publish_entry
     if not _SPINNING:
         return
+    from . import jobs      # (it imports the kernels it runs, which import this module)
     flags, i64 = numba.typeof(_flags), types.int64
     _spin_entry = _spin_above.compile((flags, i64, i64, i64))   # compiles, or loads the cache
-    _report_entry = _report_then_spin.compile((flags,) + (i64,) * 6)
+    _serve_entry = jobs.serve.compile((flags,) + (i64,) * 5 + (flags, i64))
+    _publish_entry = _publish.compile((flags, i64, i64))
+    _kinds.update(jobs.KINDS)
     probe = len(_flags) - 1             # a counter nobody writes: the loop runs all its turns
     turns = 20000
     t0 = time.perf_counter()
@@ -209,9 +220,11 @@ class _Worker:
     """One thread that runs one block at a time: start() hands it a block, wait() collects it."""
 
     def __init__(self, index):
+        self._index = index
         self._go_i = 2 * index * _LINE
         self._done_i = (2 * index + 1) * _LINE
-        _flags[self._go_i] = _flags[self._done_i] = 0
+        self._at = index * JOB_WORDS       # this worker's words in _jobs
+        _flags[self._go_i] = _flags[self._done_i] = _flags[self._done_i + 1] = 0
         self._seq = 0                       # the number of the last job handed over
         self._job = None
         self._error = None
@@ -227,8 +240,13 @@ class _Worker:
         while True:
             if self._caller_sleeping:
                 self._finished.set()
-            if not _report_entry(_flags, self._done_i, seen, self._go_i, seen, _spins,
-                                     _handoff):
+            # Spins; runs compiled jobs itself (kernels/jobs.py); returns for a Python job.
+            got = _serve_entry(_flags, self._done_i, seen, self._go_i, _spins, _handoff, _jobs,
+                               self._at)
+            if got < 0:
+                seen = _flags[self._done_i]     # the last job done (compiled ones included)
+                if got == -2:                   # the caller sleeps: wake it (loop's first line)
+                    continue
                 # Spun long enough: sleep. Flags and events are read and written holding the GIL,
                 # so "sleeping = True, then check go" here and "go = n, then check sleeping" in
                 # start() cannot both miss each other.
@@ -239,6 +257,7 @@ class _Worker:
                 self._sleeping = False
                 if _flags[self._go_i] <= seen:
                     continue
+            # A Python job, or any job that found this worker asleep: the Python call.
             seen = _flags[self._go_i]
             job = self._job
             if job is None:     # stop()
@@ -254,16 +273,28 @@ class _Worker:
             # are handed to later ops once nothing refers to them (tinyattn/_recycle.py).
             fn = None
 
-    def _signal(self, job):
+    def _signal(self, job, kind=0):
         self._job = job
         self._error = None
         self._seq += 1
-        _flags[self._go_i] = self._seq
+        _jobs[self._at] = kind
+        if kind:    # the words must reach the worker before the number does
+            _publish_entry(_flags, self._go_i, self._seq)
+        else:       # (a Python job is read holding the GIL, which orders it)
+            _flags[self._go_i] = self._seq
         if self._sleeping:
             self._wake.set()
 
-    def start(self, fn, start, stop):
-        self._signal((fn, start, stop))
+    def start(self, fn, start, stop, job=None):
+        """Hand over fn(start, stop); with ``job = (runner, post, args)`` for a runner in
+        jobs.KINDS, as numbers: post(_jobs, at, worker, start, stop, *args) writes them and a
+        spinning worker runs runner(_jobs, at) without the GIL (a sleeping one calls fn)."""
+        kind = 0
+        if job is not None:
+            kind = _kinds.get(job[0], 0)
+            if kind:
+                job[1](_jobs, self._at, self._index, start, stop, *job[2])
+        self._signal((fn, start, stop), kind)
 
     def wait(self):
         """Block until the block handed over by start() is finished; returns its exception."""
@@ -273,11 +304,13 @@ class _Worker:
                 break
             self._finished.clear()
             self._caller_sleeping = True
+            _flags[self._done_i + 1] = 1        # for a worker in a compiled job (jobs.serve)
             if _flags[self._done_i] < seq:
                 # The timeout covers the one race left: the worker checked _caller_sleeping just
                 # before it was set, and publishes `done` without setting the event.
                 self._finished.wait(0.001)
             self._caller_sleeping = False
+            _flags[self._done_i + 1] = 0
         self._job = None
         return self._error
 
@@ -338,7 +371,7 @@ def split(n, parts):
     return blocks
 
 
-def parallel_for(fn, n, min_chunk=1):
+def parallel_for(fn, n, min_chunk=1, job=None):
     """Run ``fn(start, stop)`` over contiguous blocks that together cover ``range(n)``.
 
     ``fn`` must be safe to run on different blocks at the same time (typically a ``nogil`` numba
@@ -347,6 +380,9 @@ def parallel_for(fn, n, min_chunk=1):
     with ``n < 2 * min_chunk`` (or a single thread) everything runs inline in the calling thread,
     without touching the workers. The calling thread runs the first block itself while the
     workers run the others: one hand-off fewer, and the caller's core is not left idle.
+
+    ``job = (runner, post, args)`` describes the same blocks to a spinning worker as numbers, for
+    a compiled ``runner`` listed in kernels/jobs.py: see ``_Worker.start``.
     """
     if n <= 0:
         return
@@ -360,7 +396,7 @@ def parallel_for(fn, n, min_chunk=1):
             # us of the ~4.6 us that an empty split costs on the Zen 5).
             half = n - n // 2
             w = _get_workers()[0]
-            w.start(fn, half, n)
+            w.start(fn, half, n, job)
             try:
                 fn(0, half)
             finally:
@@ -370,7 +406,7 @@ def parallel_for(fn, n, min_chunk=1):
             blocks = split(n, parts)
             workers = _get_workers()[:len(blocks) - 1]
             for w, (start, stop) in zip(workers, blocks[1:]):
-                w.start(fn, start, stop)
+                w.start(fn, start, stop, job)
             try:
                 fn(*blocks[0])
             finally:
