@@ -383,3 +383,20 @@ def test_fused_dropout_is_x_times_the_bernoulli_mask(dtype, p):
     g = ta.randn(*y.shape, dtype=dtype, generator=ta.Generator(2))
     y.backward(g)
     assert x.grad.tolist() == (g * mask).tolist()
+
+
+def test_kernel_layout_of_two_is_the_general_merge():
+    """_shapes.kernel_layout writes out the case of two operands; the general loop (three
+    operands, the third a copy of the first, so the same merges) must agree on every layout."""
+    from tinyattn import _shapes
+    rng = random.Random(5)
+    for _ in range(3000):
+        nd = rng.randint(0, 7)
+        shape = tuple(rng.choice([1, 1, 2, 3, 4]) for _ in range(nd))
+        sa = tuple(rng.choice([0, 1, 2, 3, 4, 6, 12, 24]) for _ in range(nd))
+        sb = tuple(rng.choice([0, 1, 2, 3, 4, 6, 12, 24]) for _ in range(nd))
+        if rng.random() < 0.5:      # contiguous strides, which merge
+            sa = tuple(math.prod(shape[i + 1:]) for i in range(nd))
+        shape4, (la, lb) = _shapes.kernel_layout(shape, sa, sb)
+        shape4_3, (ga, gb, _) = _shapes.kernel_layout(shape, sa, sb, sa)
+        assert (shape4, la, lb) == (shape4_3, ga, gb), (shape, sa, sb)

@@ -198,6 +198,52 @@ def test_mm_one_matrix(typecode, M, N, K, b_t):
         assert_close(out[:M * N], want, scale, typecode, K, name)
 
 
+@pytest.mark.parametrize("typecode", "fd")
+@pytest.mark.parametrize("threads_n", [1, 2])
+@pytest.mark.parametrize("first,second", [
+    ((64, 48, 40, False), (48, 40, 64, True)),          # equal work: one product per core
+    ((2 * MR + 3, NR + 5, 33, True), (NR + 5, 33, 2 * MR + 3, False)),   # edge tiles
+    ((64, 48, 40, False), (16, 20, 24, False)),         # one more than twice the other
+    ((3, 50, 60, False), (50, 60, 3, True)),            # a vector-matrix product
+    ((0, 4, 3, False), (4, 3, 5, False))])              # an empty one
+def test_mm_pair(monkeypatch, typecode, threads_n, first, second):
+    """mm_pair: two independent products, each whole on its own core where they are about as
+    big (the worker's as a compiled job), else one after the other; both tiers, against the
+    triple loop in Python, with a sentinel after each output."""
+    monkeypatch.setattr(matmul, "PARALLEL_MIN_WORK", 0)
+    old = threads.num_threads()
+    threads.set_num_threads(threads_n)
+    try:
+        if threads_n > 1:
+            _keep_the_worker_spinning(monkeypatch)
+        matmul.ensure_compiled(typecode)
+        pairs = []
+        run_two = threads.run_two
+        monkeypatch.setattr(threads, "run_two", lambda *a: (pairs.append(1), run_two(*a)))
+        rng = random.Random(sum(first) + sum(second))
+        products = []
+        for M, N, K, b_t in (first, second):
+            A = Operand(typecode, 1, 1, M, K, rng, offset=2, transposed=not b_t)
+            B = Operand(typecode, 1, 1, K, N, rng, transposed=b_t, offset=1)
+            products.append((A, B, M, N, K) + naive_bmm(A, B, 1, 1, M, N, K))
+        for name, kernel in (("mm_pair_fast", matmul.mm_pair_fast),
+                             ("mm_pair_reference", matmul.mm_pair_reference)):
+            outs, args = [], []
+            for A, B, M, N, K, _, _ in products:
+                outs.append(fresh_out(typecode, M * N))
+                args += [A.buf, A.off, A.s_r, A.s_c, B.buf, B.off, B.s_r, B.s_c, outs[-1], M, N, K]
+            kernel(*args)
+            for out, (A, B, M, N, K, want, scale) in zip(outs, products):
+                assert list(out[M * N:]) == [SENTINEL] * EXTRA, f"{name} wrote past the end"
+                assert_close(out[:M * N], want, scale, typecode, K, name)
+        # one hand-off for both: the two products of equal work, not vector-matrix ones
+        equal = first[0] * first[1] * first[2] == second[0] * second[1] * second[2] > 0
+        assert len(pairs) == (1 if equal and min(first[0], second[0]) >= MR and threads_n == 2
+                              else 0)
+    finally:
+        threads.set_num_threads(old)
+
+
 def test_k_zero_overwrites_garbage():
     A = Operand("f", 1, 1, 3, 0, random.Random(0))
     B = Operand("f", 1, 1, 0, 4, random.Random(0))

@@ -236,3 +236,31 @@ def test_a_buffer_written_down_as_a_number_is_the_same_buffer(typecode):
     assert round_trip(words, buf) == (16.0, 3)
     assert list(buf) == [1.0, 2.0, 7.0, 4.0, 5.0]
     assert words[0] == buf.buffer_info()[0] + 2 * buf.itemsize
+
+
+def test_run_two_runs_both_once_and_reraises(two_threads):
+    """run_two: first on this thread, second on a worker; an exception from either is raised
+    after both finished; inside a parallel_for block (workers busy) both run here, in order."""
+    here = threading.get_ident()
+    ran = []
+    threads.run_two(lambda a, b: ran.append(("first", (a, b), threading.get_ident())),
+                    lambda a, b: ran.append(("second", (a, b), threading.get_ident())))
+    assert sorted((name, span) for name, span, _ in ran) == [("first", (0, 1)), ("second", (0, 1))]
+    assert {name: tid for name, _, tid in ran}["first"] == here
+    done = []
+
+    def fail(a, b):
+        raise ValueError("from a block")
+
+    def slow(a, b):
+        import time
+        time.sleep(0.01)
+        done.append(1)
+    for first, second in ((fail, slow), (slow, fail)):
+        with pytest.raises(ValueError, match="from a block"):
+            threads.run_two(first, second)
+    assert done == [1, 1]
+    inner = []
+    threads.parallel_for(lambda a, b: threads.run_two(
+        lambda *_: inner.append((a, "first")), lambda *_: inner.append((a, "second"))), 2)
+    assert sorted(inner) == [(0, "first"), (0, "second"), (1, "first"), (1, "second")]

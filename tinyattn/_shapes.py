@@ -87,6 +87,8 @@ def kernel_layout(shape, *strides_list):
     Adjacent dims i, i+1 merge when, in every operand, stepping once along i equals stepping
     shape[i+1] times along i+1; size-1 dims vanish. Returns (shape4, [strides4, ...]) when the
     result has at most 4 dims, else (merged_shape, [merged_strides, ...]) for the caller to loop."""
+    if len(strides_list) == 2:
+        return _layout_of_two(shape, *strides_list)
     dims = [i for i, n in enumerate(shape) if n != 1]
     mshape = []
     mstrides = [[] for _ in strides_list]
@@ -105,3 +107,26 @@ def kernel_layout(shape, *strides_list):
         pad = 4 - k
         return ((1,) * pad + tuple(mshape), [(0,) * pad + tuple(ms) for ms in mstrides])
     return tuple(mshape), [tuple(ms) for ms in mstrides]
+
+
+def _layout_of_two(shape, sa, sb):
+    """kernel_layout of two operands (a copy, a binary op's inputs), written out: it runs before
+    most kernels of a training step, and the general loop took 1.8 us of a 2.7 us copy."""
+    ms, ma, mb = [], [], []
+    for n, a, b in zip(shape, sa, sb):
+        if n == 1:
+            continue
+        if ms and ma[-1] == a * n and mb[-1] == b * n:
+            ms[-1] *= n
+            ma[-1] = a
+            mb[-1] = b
+        else:
+            ms.append(n)
+            ma.append(a)
+            mb.append(b)
+    k = len(ms)
+    if k <= 4:
+        pad = (1, 1, 1, 1)[k:]
+        zeros = (0, 0, 0, 0)[k:]
+        return pad + tuple(ms), [zeros + tuple(ma), zeros + tuple(mb)]
+    return tuple(ms), [tuple(ma), tuple(mb)]

@@ -62,14 +62,15 @@ from numba import njit
 from . import threads
 from .buffers import address, as_array, buffer_at, load, store
 from .jit import by_typecode, cached, inline, kernel, vector_kernel
-from .simd import (l2_cache_bytes, strips_per_tile, transpose16, vload, vload_rows, vstore,
-                   vstore_rows)
+from .simd import (l2_cache_bytes, strips_per_tile, transpose16, vector_isa, vload, vload_rows,
+                   vstore, vstore_rows)
 from ._microkernel import MR, NR
 from ._microkernel import micro_kernel as _micro_vector
 from ._microkernel import tile_strips
 from .tiers import register
 
-__all__ = ["bmm", "bmm_fast", "bmm_reference", "mm", "mm_fast", "mm_reference",
+__all__ = ["bmm", "bmm_fast", "bmm_reference", "mm", "mm_fast", "mm_reference", "mm_pair",
+           "mm_pair_fast", "mm_pair_reference",
            "ensure_compiled"]
 
 
@@ -410,11 +411,20 @@ def _scratch(typecode):
         return buf
 
 
-# Below this many multiply-adds (nb0*nb1*M*N*K) a call runs on one thread: handing work to the
-# spinning worker and collecting it costs ~8 us (threads.py). Measured, one thread vs two (fp32,
-# 2-core AMD EPYC): 96^3 (0.9M) 20 vs 18 us, 128^3 (2.1M) 42 vs 32 us, 160^3 (4.1M) 79 vs 51 us,
-# 128 x (32x16)@(16x32) (2.1M) 58 vs 44 us.
+# Below this many multiply-adds (nb0*nb1*M*N*K) a float32 product on 512-bit vectors runs on
+# one thread: handing work to the spinning worker and collecting it costs a few us (threads.py).
+# Measured, one thread vs two (fp32, 2-core AMD EPYC Zen 3): 96^3 (0.9M) 20 vs 18 us, 128^3
+# (2.1M) 42 vs 32 us, 160^3 (4.1M) 79 vs 51 us, 128 x (32x16)@(16x32) (2.1M) 58 vs 44 us.
 PARALLEL_MIN_WORK = 1 << 20
+
+# What makes a split pay is the time a product takes, and a core does one multiply-add per
+# vector lane per FMA: with half the lanes (float64, or 256-bit AVX2 vectors) the same time is
+# half the work. So the threshold is PARALLEL_MIN_WORK * _LANES[typecode] >> 4: 1M float32 and
+# 512K float64 multiply-adds on AVX-512, 512K and 256K on AVX2. Measured on the Zen 5 compiled for
+# Haswell (AVX2): the GRU seq2seq step of benchmarks/run.py with its products split from 512K
+# multiply-adds instead of 1M, 8.04 instead of 8.29 ms (medians of ten alternating rounds); its
+# (64x64) @ (64x192) (786K) took 13.0 us on two threads, 15.3 on one.
+_LANES = {tc: vector_isa()[1] // (8 * array.array(tc).itemsize) for tc in "fd"}
 
 # A matrix shared by threads may be split by columns when each thread gets at least this many
 # of them (see _bmm_threaded).
@@ -443,7 +453,7 @@ def bmm_fast(a, a_off, a_sb0, a_sb1, a_sm, a_sk,
         return
     if M < MR:  # vector-matrix products: no tiles (see _bmm_few_rows)
         kern = _few_rows[typecode]
-        if nbatch * M * N * K < PARALLEL_MIN_WORK:
+        if nbatch * M * N * K < PARALLEL_MIN_WORK * _LANES[typecode] >> 4:
             kern(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
                  out, nb1, M, N, K, 0, nbatch)
         else:
@@ -454,7 +464,8 @@ def bmm_fast(a, a_off, a_sb0, a_sb1, a_sm, a_sk,
     if kern is None:
         ensure_compiled(typecode)
         kern = _compiled[typecode]
-    if nbatch * M * N * K < PARALLEL_MIN_WORK or threads.num_threads() == 1:
+    if (nbatch * M * N * K < PARALLEL_MIN_WORK * _LANES[typecode] >> 4
+            or threads.num_threads() == 1):
         kern(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
              out, nb1, M, N, K, M, N, 0, nbatch, _scratch(typecode))
         return
@@ -469,8 +480,8 @@ def mm_fast(a, a_off, a_sm, a_sk, b, b_off, b_sk, b_sn, out, M, N, K):
     The product of x @ W and of Linear, made hundreds of times per training step. A small one
     (one thread) goes straight to its compiled kernel, without bmm_fast's batch arguments: a
     4 x 4 product 1.19 instead of 1.41 us, all of it call overhead (Zen 5)."""
-    if M * N * K < PARALLEL_MIN_WORK and M and N:
-        typecode = a.typecode
+    typecode = a.typecode
+    if M * N * K < PARALLEL_MIN_WORK * _LANES[typecode] >> 4 and M and N:
         if M < MR:
             _few_rows[typecode](a, a_off, 0, 0, a_sm, a_sk, b, b_off, 0, 0, b_sk, b_sn,
                                 out, 1, M, N, K, 0, 1)
@@ -481,6 +492,43 @@ def mm_fast(a, a_off, a_sm, a_sk, b, b_off, b_sk, b_sn, out, M, N, K):
                  out, 1, M, N, K, M, N, 0, 1, _scratch(typecode))
             return
     bmm_fast(a, a_off, 0, 0, a_sm, a_sk, b, b_off, 0, 0, b_sk, b_sn, out, 1, 1, M, N, K)
+
+
+def mm_pair_reference(a, a_off, a_sm, a_sk, b, b_off, b_sk, b_sn, out, M, N, K,
+                      c, c_off, c_sm, c_sk, d, d_off, d_sk, d_sn, out2, M2, N2, K2):
+    """out (M, N) = a @ b and out2 (M2, N2) = c @ d: ``mm`` twice, one after the other."""
+    mm_reference(a, a_off, a_sm, a_sk, b, b_off, b_sk, b_sn, out, M, N, K)
+    mm_reference(c, c_off, c_sm, c_sk, d, d_off, d_sk, d_sn, out2, M2, N2, K2)
+
+
+def mm_pair_fast(a, a_off, a_sm, a_sk, b, b_off, b_sk, b_sn, out, M, N, K,
+                 c, c_off, c_sm, c_sk, d, d_off, d_sk, d_sn, out2, M2, N2, K2):
+    """out = a @ b and out2 = c @ d, two independent products with ``mm``'s contract, each
+    whole on its own core, with one hand-off: the gradients of a layer's input and weights
+    (g W and g^T x: the same number of multiply-adds). Where that does not pay (one thread,
+    little work, a vector-matrix product, or one product more than twice the other) they run
+    one after the other, each split on its own if it is big enough."""
+    typecode = a.typecode
+    w1, w2 = M * N * K, M2 * N2 * K2
+    kern = _compiled.get(typecode)
+    if (kern is None or w1 + w2 < PARALLEL_MIN_WORK * _LANES[typecode] >> 4
+            or min(M, M2) < MR or 2 * min(w1, w2) < max(w1, w2) or threads.num_threads() == 1):
+        mm_fast(a, a_off, a_sm, a_sk, b, b_off, b_sk, b_sn, out, M, N, K)
+        mm_fast(c, c_off, c_sm, c_sk, d, d_off, d_sk, d_sn, out2, M2, N2, K2)
+        return
+
+    def first(u0, u1):
+        kern(a, a_off, 0, 0, a_sm, a_sk, b, b_off, 0, 0, b_sk, b_sn,
+             out, 1, M, N, K, M, N, 0, 1, _scratch(typecode))
+
+    def second(u0, u1):
+        kern(c, c_off, 0, 0, c_sm, c_sk, d, d_off, 0, 0, d_sk, d_sn,
+             out2, 1, M2, N2, K2, M2, N2, 0, 1, _scratch(typecode))
+
+    job = (_RUN_BLOCKS[typecode], _post[typecode],
+           (c, c_off, 0, 0, c_sm, c_sk, d, d_off, 0, 0, d_sk, d_sn,
+            out2, 1, M2, N2, K2, M2, N2, _worker_scratch(typecode)))
+    threads.run_two(first, second, job)
 
 
 def _few_rows_threaded(kern, args, nbatch):
@@ -617,5 +665,6 @@ _post = by_typecode(_post_blocks, "@q i i i i T i i i i i T i i i i i T i i i i 
 
 # The interface (kernels/tiers.py): ops call `bmm` (and `mm` for one matrix), bound to the plain
 # triple loop or the blocked kernel above.
-register(globals(), reference={"bmm": bmm_reference, "mm": mm_reference},
-         fast={"bmm": bmm_fast, "mm": mm_fast})
+register(globals(), reference={"bmm": bmm_reference, "mm": mm_reference,
+                               "mm_pair": mm_pair_reference},
+         fast={"bmm": bmm_fast, "mm": mm_fast, "mm_pair": mm_pair_fast})

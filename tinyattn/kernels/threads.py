@@ -62,7 +62,7 @@ from numba.extending import intrinsic
 
 from .jit import cached, kernel
 
-__all__ = ["num_threads", "set_num_threads", "parallel_for"]
+__all__ = ["num_threads", "set_num_threads", "parallel_for", "run_two"]
 
 # More threads than cores only adds switching; more than 8 would need a smarter split than
 # "one contiguous block per thread" to stay balanced, and this library targets small machines.
@@ -371,6 +371,35 @@ def split(n, parts):
     return blocks
 
 
+def _beside(w, there, start, stop, job, here, here_start, here_stop):
+    """there(start, stop) on worker w (as `job` if given, see _Worker.start) while this thread
+    runs here(here_start, here_stop); returns the worker's exception or None."""
+    w.start(there, start, stop, job)
+    try:
+        here(here_start, here_stop)
+    finally:
+        error = w.wait()                # (even if ours failed: the worker still writes)
+    return error
+
+
+def run_two(first, second, job=None):
+    """first(0, 1) on this thread while a worker runs second(0, 1), or the compiled job that
+    ``job = (runner, post, args)`` describes (see _Worker.start): two independent kernels with one
+    hand-off (the gradients of a layer's input and of its weights, kernels/matmul.mm_pair). With
+    one thread, or the workers busy, both run here, first then second. An exception in either
+    is raised after both finished."""
+    if num_threads() < 2 or not _busy.acquire(blocking=False):
+        first(0, 1)
+        second(0, 1)
+        return
+    try:
+        error = _beside(_get_workers()[0], second, 0, 1, job, first, 0, 1)
+    finally:
+        _busy.release()
+    if error is not None:
+        raise error
+
+
 def parallel_for(fn, n, min_chunk=1, job=None):
     """Run ``fn(start, stop)`` over contiguous blocks that together cover ``range(n)``.
 
@@ -395,12 +424,7 @@ def parallel_for(fn, n, min_chunk=1, job=None):
             # Two cores, the common case, without the block list: split(n, 2) written out (0.4
             # us of the ~4.6 us that an empty split costs on the Zen 5).
             half = n - n // 2
-            w = _get_workers()[0]
-            w.start(fn, half, n, job)
-            try:
-                fn(0, half)
-            finally:
-                error = w.wait()        # (even if ours failed: the worker still writes)
+            error = _beside(_get_workers()[0], fn, half, n, job, fn, 0, half)
             errors = () if error is None else (error,)
         else:
             blocks = split(n, parts)

@@ -92,7 +92,8 @@ def _ndindex(shape):
 def views4(shape, *tensors):
     """(shape4, bundles): `tensors` broadcast to `shape`, dims merged to a 4-d iteration shape, and
     one (buffer, offset, s0, s1, s2, s3) bundle per tensor (see the module docstring)."""
-    strides = [_shapes.broadcast_strides(t.shape, t._strides, shape) for t in tensors]
+    strides = [t._strides if t.shape == shape else
+               _shapes.broadcast_strides(t.shape, t._strides, shape) for t in tensors]
     shape4, merged = _shapes.kernel_layout(shape, *strides)
     if len(shape4) != 4:  # > 4 dims that do not merge: pack the broadcast operands first
         tensors = [expanded_copy(t, shape) for t in tensors]

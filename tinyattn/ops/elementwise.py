@@ -269,7 +269,8 @@ def _binary_forward(op, a, b):
         out = _empty(a.shape, a.dtype)
         KE.BINARY_PACKED[a.dtype.typecode, op](op, a._data, b._data, out._data, len(out._data))
         return out
-    shape = _shapes.broadcast_shapes(_BINARY_NAMES[op], a.shape, b.shape)
+    shape = a.shape if a.shape == b.shape else _shapes.broadcast_shapes(_BINARY_NAMES[op],
+                                                                        a.shape, b.shape)
     out = _empty(shape, a.dtype)
     shape4, (va, vb) = views4(shape, a, b)
     KE.BINARY[a.dtype.typecode, op](op, *va, *vb, out._data, *shape4)

@@ -90,6 +90,8 @@ class MatMul(BinaryFunction):
         a, b = ctx.inputs
         na, nb = ctx.needs_input_grad
         ga = gb = None
+        if na and nb and a.ndim == 2 and b.ndim == 2:  # two products of equal work, one per core
+            return mm_pair_raw(g, transposed(b), transposed(a), g)
         if na:
             ga = sum_to(matmul(g, transpose(b, -1, -2)), a.shape)
         if nb:
@@ -105,6 +107,20 @@ def mm_raw(a, b):
     """a @ b for 2-D a and b of one float dtype, with no graph and no checks: the product inside
     fused nodes (Linear here, the GRU step in ops/rnn.py)."""
     return MatMul.forward(None, a, b)
+
+
+def mm_pair_raw(a, b, c, d):
+    """(a @ b, c @ d) for 2-D operands of one float dtype, no graph, no checks: two independent
+    products (a backward's gradients of input and weights), which the kernel may run one on
+    each core with a single hand-off (kernels/matmul.mm_pair)."""
+    (M, K), N = a.shape, b.shape[1]
+    (M2, K2), N2 = c.shape, d.shape[1]
+    out, out2 = _empty((M, N), a.dtype), _empty((M2, N2), a.dtype)
+    s, t, u, v = a._strides, b._strides, c._strides, d._strides
+    KM.mm_pair(a._data, a._offset, s[0], s[1], b._data, b._offset, t[0], t[1], out._data, M, N, K,
+               c._data, c._offset, u[0], u[1], d._data, d._offset, v[0], v[1], out2._data,
+               M2, N2, K2)
+    return out, out2
 
 
 def matmul(a, b):
@@ -204,8 +220,12 @@ class Linear(Function):
         need_x, need_w, need_b = ctx.needs_input_grad
         x2 = ctx.x2
         g2 = _make(packed(g)._data, (x2.shape[0], weight.shape[0]), g.dtype)  # (N, out)
-        dx = _make(mm_raw(g2, weight)._data, x.shape, x.dtype) if need_x else None
-        dw = mm_raw(transposed(g2), x2) if need_w else None  # (out, in)
+        if need_x and need_w:   # two products of equal work: one on each core
+            dx2, dw = mm_pair_raw(g2, weight, transposed(g2), x2)
+            dx = _make(dx2._data, x.shape, x.dtype)
+        else:
+            dx = _make(mm_raw(g2, weight)._data, x.shape, x.dtype) if need_x else None
+            dw = mm_raw(transposed(g2), x2) if need_w else None  # (out, in)
         db = _sum(g2, (0,), keepdim=False) if need_b else None
         return dx, dw, db
 

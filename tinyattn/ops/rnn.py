@@ -22,7 +22,7 @@ from ..tensor import _empty, _make, _zeros
 from ._launch import packed, transposed
 from .elementwise import add, add_into
 from .layout import cat, narrow, reshape, unsqueeze
-from .matmul import mm_raw
+from .matmul import mm_pair_raw, mm_raw
 from .reduce import _sum
 
 
@@ -153,13 +153,22 @@ class GRUCell(Function):
                              ctx.ws._data, 0, array("q", [0]), False, 0, dgi._data, 0, dgh._data,
                              0, B, H)
         # The products and sums below are raw kernels (backward builds no graph anyway).
-        dx = mm_raw(dgi, w_ih) if need_x else None
+        # Each input's gradient and its weight's are two products of equal work, which
+        # mm_pair_raw may run one on each core.
+        if need_x and need_wih:
+            dx, dw_ih = mm_pair_raw(dgi, w_ih, transposed(dgi), x)
+        else:
+            dx = mm_raw(dgi, w_ih) if need_x else None
+            dw_ih = mm_raw(transposed(dgi), x) if need_wih else None
+        if need_h and need_whh:
+            dh_w, dw_hh = mm_pair_raw(dgh, w_hh, transposed(dgh), h)
+        else:
+            dh_w = mm_raw(dgh, w_hh) if need_h else None
+            dw_hh = mm_raw(transposed(dgh), h) if need_whh else None
         if need_h:
-            add_into(dh, mm_raw(dgh, w_hh))  # dh is ours: add in place
+            add_into(dh, dh_w)  # dh is ours: add in place
         else:
             dh = None
-        dw_ih = mm_raw(transposed(dgi), x) if need_wih else None
-        dw_hh = mm_raw(transposed(dgh), h) if need_whh else None
         db_ih = _sum(dgi, (0,), False) if b_ih is not None else None
         db_hh = _sum(dgh, (0,), False) if b_hh is not None else None
         return dx, dh, dw_ih, dw_hh, db_ih, db_hh
