@@ -233,3 +233,54 @@ def test_dropout_between_layers_only_in_training():
     assert g(x)[0].reshape(-1).tolist() != a
     one = nn.GRU(3, 4, num_layers=1, dropout=0.5)  # no layer after the last: no dropout at all
     assert one(x)[0].reshape(-1).tolist() == one(x)[0].reshape(-1).tolist()
+
+
+# ----------------------------------------------------------------------------- sequence kernels
+
+@pytest.mark.parametrize("typecode", ["f", "d"])
+@pytest.mark.parametrize("B", [3, 19])          # the few-rows product, and tiles with an edge
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("with_lengths", [False, True])
+@pytest.mark.parametrize("path", ["compiled", "stepwise"])
+def test_sequence_kernels_fast_against_reference(monkeypatch, typecode, B, reverse, with_lengths,
+                                                 path):
+    """kernels/rnn.py's whole-sequence kernels: the compiled loop (the blocked product), or the
+    fast tier's loop of threaded products (steps big enough to split, forced here), against the
+    plain one (the reference product, then the same step kernels), forward and backward."""
+    import random
+    from array import array
+
+    from tinyattn.kernels import matmul as KM
+    from tinyattn.kernels import rnn as KR
+    from tinyattn.kernels import threads
+    if path == "stepwise":
+        monkeypatch.setattr(KM, "PARALLEL_MIN_WORK", 0)
+        monkeypatch.setattr(threads, "num_threads", lambda: 2)
+    rng = random.Random(B * 7 + reverse * 3 + with_lengths)
+    T, H = 5, 6
+
+    def buf(n, scale=1.0):
+        return array(typecode, [rng.uniform(-scale, scale) for _ in range(n)])
+    gi, h0, w = buf(T * B * 3 * H), buf(B * H + 2), buf(3 * H * H, 0.5)
+    bi, bh, g = buf(3 * H), buf(3 * H), buf(T * B * H)
+    lens = array("q", [rng.randint(0, T) for _ in range(B)] if with_lengths else [0])
+    results = []
+    fast = ((KR._SEQ_FORWARD[typecode], KR._SEQ_BACKWARD[typecode]) if path == "compiled" else
+            (KR.gru_sequence_forward_fast, KR.gru_sequence_backward_fast))
+    if path == "stepwise":
+        assert KR._split_steps(typecode, B, 6) == (B >= KM.MR)
+    for fwd, bwd in (fast, (KR.gru_sequence_forward_reference,
+                            KR.gru_sequence_backward_reference)):
+        hs, ws = buf(T * B * H), buf(T * B * 4 * H)     # (garbage in: every element written)
+        fwd(gi, h0, 2, w, bi, bh, lens, with_lengths, reverse, hs, ws, buf(B * 3 * H),
+            KM.scratch(typecode), T, B, H, typecode == "f")
+        carry = array(typecode, [0.0] * (B * H))
+        m = array(typecode, [0.0] * (B * H))
+        dgi, dgh = buf(T * B * 3 * H), buf(T * B * 3 * H)
+        bwd(g, carry, m, h0, 2, hs, ws, w, lens, with_lengths, reverse, dgi, dgh,
+            KM.scratch(typecode), T, B, H)
+        results.append([hs, ws, dgi, dgh, carry, m])
+    tol = 1e-5 if typecode == "f" else 1e-12
+    for name, got, want in zip(("hs", "ws", "dgi", "dgh", "carry", "m"), *results):
+        worst = max(abs(x - y) for x, y in zip(got, want))
+        assert worst <= tol * (1 + max(abs(y) for y in want)), (name, worst)

@@ -267,6 +267,23 @@ def test_additive_score(B, S, A, seed, dtype):
     _agree(additive_score, pk, q, v, **_tol(dtype))
 
 
+@pytest.mark.parametrize("dtype", [ta.float32, ta.float64])
+@pytest.mark.parametrize("B,lengths", [(3, None), (11, [5, 1, 3, 5, 2, 4, 5, 0, 5, 3, 1])])
+def test_gru_sequences(B, lengths, dtype):
+    """A bidirectional GRU (both directions at once) over a sequence, with and without lengths:
+    the whole-sequence kernels, forward and backward (few-rows and tiled products)."""
+    from tinyattn.ops.rnn import bi_gru_sequence, gru_sequence
+    T, H = 5, 4
+    gi_f, gi_b = (make_tensor((T, B, 3 * H), "contiguous", s, dtype) for s in (1, 2))
+    h_f, h_b = (make_tensor((B, H), "contiguous", s, dtype) for s in (3, 4))
+    w_f, w_b = (make_tensor((3 * H, H), "contiguous", s, dtype) for s in (5, 6))
+    bias = [make_tensor((3 * H,), "contiguous", s, dtype) for s in (7, 8, 9, 10)]
+    _agree(lambda *xs: bi_gru_sequence(*xs, lengths=lengths), gi_f, gi_b, h_f, h_b, w_f, w_b,
+           *bias, **_tol(dtype))
+    _agree(lambda *xs: gru_sequence(*xs, lengths=lengths, reverse=True), gi_b, h_b, w_b,
+           *bias[2:], **_tol(dtype))
+
+
 @FEW
 @given(B=st.integers(1, 3), S=st.integers(1, 7), C=st.integers(1, 40), layout=layouts,
        seed=seeds, dtype=dtypes)

@@ -411,6 +411,10 @@ def _scratch(typecode):
         return buf
 
 
+# For ops whose kernels call the blocked product from compiled code (kernels/rnn.py's sequences)
+scratch = _scratch
+
+
 # Below this many multiply-adds (nb0*nb1*M*N*K) a float32 product on 512-bit vectors runs on
 # one thread: handing work to the spinning worker and collecting it costs a few us (threads.py).
 # Measured, one thread vs two (fp32, 2-core AMD EPYC Zen 3): 96^3 (0.9M) 20 vs 18 us, 128^3
@@ -425,6 +429,11 @@ PARALLEL_MIN_WORK = 1 << 20
 # multiply-adds instead of 1M, 8.04 instead of 8.29 ms (medians of ten alternating rounds); its
 # (64x64) @ (64x192) (786K) took 13.0 us on two threads, 15.3 on one.
 _LANES = {tc: vector_isa()[1] // (8 * array.array(tc).itemsize) for tc in "fd"}
+
+
+def parallel_min_work(typecode):
+    """The multiply-adds from which a product of this typecode is split over the threads."""
+    return PARALLEL_MIN_WORK * _LANES[typecode] >> 4
 
 # A matrix shared by threads may be split by columns when each thread gets at least this many
 # of them (see _bmm_threaded).

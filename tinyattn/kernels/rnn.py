@@ -33,6 +33,8 @@ from .buffers import as_array
 from .elementwise import _exp, _sigmoid
 from .exp import sigmoid_float32, tanh_float32
 from .jit import by_typecode, inline, kernel
+from . import matmul, threads
+from .matmul import MR, _bmm_blocked, _bmm_few_rows, mm_reference
 from .tiers import register
 
 
@@ -148,9 +150,143 @@ def gru_step_backward(g, g_off, use_g, carry, m, use_m, h, h_off, ws, ws_off, le
             c[j] = c[j] * w_z[j]
 
 
-# The interface (kernels/tiers.py). One version: these loops are already the plain ones, so the
-# reference and fast tiers bind the same functions. The forward is compiled per typecode with
-# `single` a constant (jit.by_typecode's F), so float32 steps keep only their float32 loops.
-_KERNELS = dict(GRU_STEP_FORWARD=by_typecode(gru_step_forward, "T i T T i T T @q b i T i T i i i F"),
-                gru_step_backward=gru_step_backward)
-register(globals(), reference=_KERNELS, fast=_KERNELS)
+# ------------------------------------------------------------------ a whole sequence, one call
+# A layer's recurrence is T steps of (product, step kernel). Written as a Python loop, each step
+# also pays ~4 us of Python (the product's op, its output, the kernel's dispatch); as one kernel
+# it pays nothing of that, and it runs without the GIL from its first step to its last, so the two
+# directions of a bidirectional layer can run on two cores at once (ops/rnn.py).
+#
+#   forward, t = 0 .. T-1 (T-1 .. 0 in reverse):  gh = h_prev @ W_hh^T ;  step_t
+#   backward, in the opposite order:  step_back_t (adds m to dL/dh') ;  m = dgh_t @ W_hh
+
+def gru_sequence_forward_reference(gi, h0, h0_off, w_hh, b_ih, b_hh, lengths, has_lengths,
+                                   reverse, hs, ws, gh, scratch, T, B, H, single, mm=mm_reference):
+    """The T steps of one GRU direction. gi (T, B, 3H) = x W_ih^T, h0 rows of H at h0_off, w_hh
+    (3H, H); out: hs (T, B, H), ws (T, B, 4H); gh (B, 3H) and scratch are working space (the
+    product's). Plain loops: the product (`mm`: the reference one), then the step kernel."""
+    for s in range(T):
+        t = T - 1 - s if reverse else s
+        prev = t + 1 if reverse else t - 1
+        if s == 0:
+            h, h_off = h0, h0_off
+        else:
+            h, h_off = hs, prev * B * H
+        mm(h, h_off, H, 1, w_hh, 0, 1, H, gh, B, 3 * H, H)
+        gru_step_forward(gi, t * B * 3 * H, gh, h, h_off, b_ih, b_hh, lengths, has_lengths, t,
+                         hs, t * B * H, ws, t * B * 4 * H, B, H, single)
+
+
+def gru_sequence_backward_reference(g, carry, m, h0, h0_off, hs, ws, w_hh, lengths, has_lengths,
+                                    reverse, dgi, dgh, scratch, T, B, H, mm=mm_reference):
+    """Backpropagation through the T steps: g (T, B, H) the upstream gradient of hs; out: dgi,
+    dgh (T, B, 3H), carry (B, H) = dL/dh0 along the direct path and m (B, H) = dgh_first @ W_hh
+    (their sum is dL/dh0). carry starts at zeros; m is working space until the end."""
+    for s in range(T):
+        t = s if reverse else T - 1 - s
+        prev = t + 1 if reverse else t - 1
+        if s == T - 1:
+            h, h_off = h0, h0_off
+        else:
+            h, h_off = hs, prev * B * H
+        gru_step_backward(g, t * B * H, True, carry, m, s > 0, h, h_off, ws, t * B * 4 * H,
+                          lengths, has_lengths, t, dgi, t * B * 3 * H, dgh, t * B * 3 * H, B, H)
+        mm(dgh, t * B * 3 * H, 3 * H, 1, w_hh, 0, H, 1, m, B, H, 3 * H)
+
+
+@kernel
+def _recurrent_product(a, a_off, a_sm, a_sk, b, b_sk, b_sn, out, M, N, K, scratch):
+    """out (M, N) = a (M, K) @ b (K, N), b from offset 0: the matmul's kernels, called from
+    compiled code (the few-rows one below a tile's 8 rows)."""
+    if M < MR:
+        _bmm_few_rows(a, a_off, 0, 0, a_sm, a_sk, b, 0, 0, 0, b_sk, b_sn, out, 1, M, N, K, 0, 1)
+    else:
+        _bmm_blocked(a, a_off, 0, 0, a_sm, a_sk, b, 0, 0, 0, b_sk, b_sn, out, 1, M, N, K, M, N,
+                     0, 1, scratch)
+
+
+@kernel
+def _sequence_forward_compiled(gi, h0, h0_off, w_hh, b_ih, b_hh, lengths, has_lengths, reverse,
+                               hs, ws, gh, scratch, T, B, H, single):
+    """gru_sequence_forward_reference, compiled: the blocked product (one thread)."""
+    for s in range(T):
+        t = T - 1 - s if reverse else s
+        if s == 0:
+            _recurrent_product(h0, h0_off, H, 1, w_hh, 1, H, gh, B, 3 * H, H, scratch)
+            gru_step_forward(gi, t * B * 3 * H, gh, h0, h0_off, b_ih, b_hh, lengths,
+                             has_lengths, t, hs, t * B * H, ws, t * B * 4 * H, B, H, single)
+        else:
+            h_off = (t + 1 if reverse else t - 1) * B * H
+            _recurrent_product(hs, h_off, H, 1, w_hh, 1, H, gh, B, 3 * H, H, scratch)
+            gru_step_forward(gi, t * B * 3 * H, gh, hs, h_off, b_ih, b_hh, lengths,
+                             has_lengths, t, hs, t * B * H, ws, t * B * 4 * H, B, H, single)
+
+
+@kernel
+def _sequence_backward_compiled(g, carry, m, h0, h0_off, hs, ws, w_hh, lengths, has_lengths,
+                                reverse, dgi, dgh, scratch, T, B, H):
+    """gru_sequence_backward_reference, compiled: the blocked product (one thread)."""
+    for s in range(T):
+        t = s if reverse else T - 1 - s
+        if s == T - 1:
+            gru_step_backward(g, t * B * H, True, carry, m, s > 0, h0, h0_off, ws,
+                              t * B * 4 * H, lengths, has_lengths, t, dgi, t * B * 3 * H, dgh,
+                              t * B * 3 * H, B, H)
+        else:
+            h_off = (t + 1 if reverse else t - 1) * B * H
+            gru_step_backward(g, t * B * H, True, carry, m, s > 0, hs, h_off, ws,
+                              t * B * 4 * H, lengths, has_lengths, t, dgi, t * B * 3 * H, dgh,
+                              t * B * 3 * H, B, H)
+        _recurrent_product(dgh, t * B * 3 * H, 3 * H, 1, w_hh, H, 1, m, B, H, 3 * H, scratch)
+
+
+_SEQ_FORWARD = by_typecode(_sequence_forward_compiled, "T T i T T T @q b b T T T T i i i F")
+_SEQ_BACKWARD = by_typecode(_sequence_backward_compiled, "T T T T i T T T @q b b T T T i i i")
+
+
+def _split_steps(typecode, B, H):
+    """Whether each step's product is worth cutting in two (kernels/matmul.py's threshold) and the
+    workers are free to take half: then the steps loop in Python, each product on every thread.
+    Else (small steps, one thread, or the other direction of a bidirectional layer already on the
+    second core) the whole sequence is one compiled call."""
+    return (B >= MR and B * 3 * H * H >= matmul.parallel_min_work(typecode)
+            and threads.num_threads() > 1 and not threads.busy())
+
+
+def gru_sequence_forward_fast(gi, h0, h0_off, w_hh, b_ih, b_hh, lengths, has_lengths, reverse,
+                              hs, ws, gh, scratch, T, B, H, single):
+    """gru_sequence_forward_reference with the fast product: one compiled call, or a loop of
+    threaded products for big steps (_split_steps)."""
+    if _split_steps(gi.typecode, B, H):
+        gru_sequence_forward_reference(gi, h0, h0_off, w_hh, b_ih, b_hh, lengths, has_lengths,
+                                       reverse, hs, ws, gh, scratch, T, B, H, single,
+                                       matmul.mm_fast)
+    else:
+        _SEQ_FORWARD[gi.typecode](gi, h0, h0_off, w_hh, b_ih, b_hh, lengths, has_lengths,
+                                  reverse, hs, ws, gh, scratch, T, B, H, single)
+
+
+def gru_sequence_backward_fast(g, carry, m, h0, h0_off, hs, ws, w_hh, lengths, has_lengths,
+                               reverse, dgi, dgh, scratch, T, B, H):
+    """gru_sequence_backward_reference with the fast product, as gru_sequence_forward_fast."""
+    if _split_steps(g.typecode, B, H):
+        gru_sequence_backward_reference(g, carry, m, h0, h0_off, hs, ws, w_hh, lengths,
+                                        has_lengths, reverse, dgi, dgh, scratch, T, B, H,
+                                        matmul.mm_fast)
+    else:
+        _SEQ_BACKWARD[g.typecode](g, carry, m, h0, h0_off, hs, ws, w_hh, lengths, has_lengths,
+                                  reverse, dgi, dgh, scratch, T, B, H)
+
+
+# The interface (kernels/tiers.py). The step kernels have one version: these loops are already
+# the plain ones, so the reference and fast tiers bind the same functions. The forward is compiled
+# per typecode with `single` a constant (jit.by_typecode's F), so float32 steps keep only their
+# float32 loops. The sequences: the reference's loops call the reference product; the fast ones
+# call the compiled loops above through their entry points (by_typecode), or loop with the
+# threaded product.
+_STEPS = dict(GRU_STEP_FORWARD=by_typecode(gru_step_forward, "T i T T i T T @q b i T i T i i i F"),
+              gru_step_backward=gru_step_backward)
+register(globals(),
+         reference=dict(_STEPS, gru_sequence_forward=gru_sequence_forward_reference,
+                        gru_sequence_backward=gru_sequence_backward_reference),
+         fast=dict(_STEPS, gru_sequence_forward=gru_sequence_forward_fast,
+                   gru_sequence_backward=gru_sequence_backward_fast))

@@ -62,7 +62,7 @@ from numba.extending import intrinsic
 
 from .jit import cached, kernel
 
-__all__ = ["num_threads", "set_num_threads", "parallel_for", "run_two"]
+__all__ = ["num_threads", "set_num_threads", "parallel_for", "run_two", "busy"]
 
 # More threads than cores only adds switching; more than 8 would need a smarter split than
 # "one contiguous block per thread" to stay balanced, and this library targets small machines.
@@ -369,6 +369,12 @@ def split(n, parts):
         blocks.append((start, stop))
         start = stop
     return blocks
+
+
+def busy():
+    """Whether the workers are taken (a parallel_for or run_two is running): a parallel_for
+    started now would run all its blocks on the calling thread."""
+    return _busy.locked()
 
 
 def _beside(w, there, start, stop, job, here, here_start, here_stop):

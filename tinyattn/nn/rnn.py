@@ -29,10 +29,10 @@ import math
 
 from .. import _devices as _dev
 from ..creation import empty, tensor, zeros
-from ..ops.rnn import gru_cell, gru_sequence
+from ..ops.rnn import bi_gru_sequence, gru_cell, gru_sequence
 from ..tensor import Tensor
 from ..ops.elementwise import mul
-from ..ops.layout import cat, contiguous, reshape, squeeze, stack, transpose, unsqueeze
+from ..ops.layout import contiguous, reshape, squeeze, stack, transpose, unsqueeze
 from ..ops.matmul import matmul
 from . import functional as F
 from . import init
@@ -173,17 +173,23 @@ class GRU(Module):
         layer_input = x
         finals = []
         for k in range(self.num_layers):
-            outs = []
+            flat = reshape(layer_input, (T * B, layer_input.shape[2]))
+            args = []                   # per direction: gi, h_start, w_hh, b_ih, b_hh
             for d, suffix in enumerate(("", "_reverse")[:D]):
                 w_ih, w_hh, b_ih, b_hh = self._weights(k, suffix)
                 # All T input projections in one matmul: (T*B, I) @ (I, 3H).
-                flat = reshape(layer_input, (T * B, layer_input.shape[2]))
                 gi = reshape(matmul(flat, transpose(w_ih, 0, 1)), (T, B, 3 * H))
                 h_start = zeros(B, H, dtype=x.dtype) if h0 is None else h0[k * D + d]
-                hs = gru_sequence(gi, h_start, w_hh, b_ih, b_hh, lens, d == 1)  # (T, B, H)
-                finals.append(hs[T - 1] if d == 0 else hs[0])
-                outs.append(hs)
-            out = outs[0] if D == 1 else cat(outs, 2)  # (T, B, D*H)
+                args.append((gi, h_start, w_hh, b_ih, b_hh))
+            if D == 1:
+                out = gru_sequence(*args[0], lens)  # (T, B, H)
+                finals.append(out[T - 1])
+            else:   # both directions in one node, on two cores at once: (T, B, 2H)
+                (gi_f, h_f, w_f, bi_f, bh_f), (gi_b, h_b, w_b, bi_b, bh_b) = args
+                out = bi_gru_sequence(gi_f, gi_b, h_f, h_b, w_f, w_b, bi_f, bh_f, bi_b, bh_b,
+                                      lens)
+                finals.append(out[T - 1, :, :H])
+                finals.append(out[0, :, H:])
             if self.dropout > 0 and self.training and k < self.num_layers - 1:
                 out = F.dropout(out, self.dropout, True)
             layer_input = out

@@ -7,9 +7,11 @@
 
 An RNN at demo sizes is bound by per-op overhead, not arithmetic: one step here is one matmul
 (h W_hh^T) plus one fused kernel (kernels/rnn.py) for the gates, and `GRUSequence` runs the whole
-recurrence as one node whose backward is backpropagation through time written out as a loop (per
-step one kernel and one matmul, then dW_hh as one matmul over all steps). nn/rnn.py builds GRUCell
-and GRU on these.
+recurrence as one node, all T steps in one kernel call, whose backward is backpropagation through
+time, again one kernel call (per step the step's kernel and one matmul), then dW_hh as one matmul
+over all steps. `BiGRUSequence` is both directions of a bidirectional layer as one node: the two
+kernel calls hold no GIL, so they run on two cores at once. nn/rnn.py builds GRUCell and GRU on
+these.
 
 Chapter 4 of the tour (docs/04-seq2seq.md) walks through this file.
 """
@@ -17,18 +19,15 @@ from array import array
 
 from .. import dtypes as _dt
 from ..autograd import Function
+from ..kernels import matmul as KM
 from ..kernels import rnn as KR
-from ..tensor import _empty, _make, _zeros
+from ..kernels import threads
+from ..tensor import _empty, _zeros
 from ._launch import packed, transposed
 from .elementwise import add, add_into
 from .layout import cat, narrow, reshape, unsqueeze
 from .matmul import mm_pair_raw, mm_raw
 from .reduce import _sum
-
-
-def _rows(t, offset, shape):
-    """A (rows, cols) view of t's buffer from `offset`: one time step of a (T, B, X) buffer."""
-    return _make(t._data, shape, t.dtype, (shape[1], 1), offset)
 
 
 def _bias_buffers(b_ih, b_hh, dtype, H):
@@ -39,61 +38,47 @@ def _bias_buffers(b_ih, b_hh, dtype, H):
     return packed(b_ih)._data, packed(b_hh)._data
 
 
-class GRUSequence(Function):
-    """The recurrence of one GRU layer in one direction over a whole sequence, as one graph node.
+def _direction_forward(gi, h0, w_hh, b_ih, b_hh, lengths, reverse):
+    """One direction's forward: (hs, ws, run), where run(0, 1) fills hs (T, B, H) and ws
+    (T, B, 4H) with one kernel call (all T steps, kernels/rnn.py) on whichever thread calls it."""
+    T, B, H3 = gi.shape
+    H = H3 // 3
+    dt = gi.dtype
+    tc = dt.typecode
+    hs = _empty((T, B, H), dt)
+    ws = _empty((T, B, 4 * H), dt)
+    bi, bh = _bias_buffers(b_ih, b_hh, dt, H)
+    lens, has_len = (lengths, True) if lengths is not None else (array("q", [0]), False)
+    gi, h0, w_hh, gh = packed(gi), packed(h0), packed(w_hh), _empty((B, H3), dt)
 
-    gi (T, B, 3H) = x W_ih^T for all steps (no bias), h0 (B, H), w_hh (3H, H), b_ih / b_hh (3H) or
-    None, lengths an int64 buffer (B) or None, reverse: walk t = T-1 .. 0.
-    Returns hs (T, B, H): hs[t] = the state after reading x_t (carried unchanged past a length)."""
+    def run(start, stop):       # (with the scratch buffer of the thread that runs it)
+        KR.gru_sequence_forward(gi._data, h0._data, h0._offset, w_hh._data, bi, bh, lens,
+                                has_len, reverse, hs._data, ws._data, gh._data, KM.scratch(tc),
+                                T, B, H, tc == "f")
+    return hs, ws, run
 
-    op_name = "GRU"
 
-    @staticmethod
-    def forward(ctx, gi, h0, w_hh, b_ih, b_hh, lengths, reverse):
-        T, B, H3 = gi.shape
-        H = H3 // 3
-        dt = gi.dtype
-        hs = _empty((T, B, H), dt)
-        ws = _empty((T, B, 4 * H), dt)
-        bi, bh = _bias_buffers(b_ih, b_hh, dt, H)
-        lens, has_len = (lengths, True) if lengths is not None else (array("q", [0]), False)
-        w_hh_t = transposed(w_hh)  # (H, 3H), a view
-        step, single = KR.GRU_STEP_FORWARD[dt.typecode], dt.typecode == "f"
-        h = packed(h0)  # the state entering the step: h0, then a row block of hs
-        for t in (range(T - 1, -1, -1) if reverse else range(T)):
-            gh = mm_raw(h, w_hh_t)  # (B, 3H)
-            step(gi._data, t * B * H3, gh._data, h._data, h._offset, bi, bh, lens, has_len, t,
-                 hs._data, t * B * H, ws._data, t * B * 4 * H, B, H, single)
-            h = _rows(hs, t * B * H, (B, H))
-        ctx.ws = ws
-        ctx.hs = hs.detach()  # not hs itself: a node must not point to its own output
-        return hs
+def _direction_backward(gi, h0, w_hh, b_ih, lengths, reverse, hs, ws, g):
+    """One direction's backward: (run, finish): run(0, 1) walks the T steps back in one kernel
+    call; finish() then returns (dgi, dh0, dw_hh, db_ih, db_hh)."""
+    T, B, H3 = gi.shape
+    H = H3 // 3
+    dt = gi.dtype
+    tc = dt.typecode
+    g, h0 = packed(g), packed(h0.detach())
+    lens, has_len = (lengths, True) if lengths is not None else (array("q", [0]), False)
+    dgi = _empty((T, B, H3), dt)
+    dgh = _empty((T, B, H3), dt)
+    carry = _zeros((B, H), dt)  # dL/dh along the direct path h_{t-1} -> h_t
+    m = _zeros((B, H), dt)      # dL/dh along the path through h W_hh^T
+    w = packed(w_hh)
 
-    @staticmethod
-    def backward(ctx, g):
-        gi, h0, w_hh, b_ih, b_hh, lengths, reverse = ctx.inputs
-        T, B, H3 = gi.shape
-        H = H3 // 3
-        dt = gi.dtype
-        hs, ws = ctx.hs, ctx.ws
-        g = packed(g)
-        h0 = packed(h0.detach())
-        lens, has_len = (lengths, True) if lengths is not None else (array("q", [0]), False)
-        dgi = _empty((T, B, H3), dt)
-        dgh = _empty((T, B, H3), dt)
-        carry = _zeros((B, H), dt)  # dL/dh along the direct path h_{t-1} -> h_t
-        m = carry  # dL/dh along the path through h W_hh^T (none before the first step back)
-        w = w_hh
-        order = range(T) if reverse else range(T - 1, -1, -1)  # the forward order, reversed
-        first = True
-        for t in order:
-            prev = t + 1 if reverse else t - 1
-            h_prev = h0 if prev in (-1, T) else _rows(hs, prev * B * H, (B, H))
-            KR.gru_step_backward(g._data, t * B * H, True, carry._data, m._data, not first,
-                                 h_prev._data, h_prev._offset, ws._data, t * B * 4 * H, lens,
-                                 has_len, t, dgi._data, t * B * H3, dgh._data, t * B * H3, B, H)
-            m = mm_raw(_rows(dgh, t * B * H3, (B, H3)), w)  # (B, H)
-            first = False
+    def run(start, stop):       # the step, then m = dgh_t W_hh, for every t
+        KR.gru_sequence_backward(g._data, carry._data, m._data, h0._data, h0._offset, hs._data,
+                                 ws._data, w._data, lens, has_len, reverse, dgi._data, dgh._data,
+                                 KM.scratch(tc), T, B, H)
+
+    def finish():
         dh0 = add(carry, m) if T else carry
         # Every step used the same W_hh: its gradient sums dgh_t^T h_{t-1} over t -- one matmul
         # of the (T*B, 3H) step gradients against the (T*B, H) states that entered each step.
@@ -107,7 +92,66 @@ class GRUSequence(Function):
         if b_ih is not None:
             db_ih = _sum(reshape(dgi, (T * B, H3)), (0,), False)
             db_hh = _sum(dgh2, (0,), False)
-        return dgi, dh0, dw_hh, db_ih, db_hh, None, None
+        return dgi, dh0, dw_hh, db_ih, db_hh
+    return run, finish
+
+
+class GRUSequence(Function):
+    """The recurrence of one GRU layer in one direction over a whole sequence, as one graph node.
+
+    gi (T, B, 3H) = x W_ih^T for all steps (no bias), h0 (B, H), w_hh (3H, H), b_ih / b_hh (3H) or
+    None, lengths an int64 buffer (B) or None, reverse: walk t = T-1 .. 0.
+    Returns hs (T, B, H): hs[t] = the state after reading x_t (carried unchanged past a length)."""
+
+    op_name = "GRU"
+
+    @staticmethod
+    def forward(ctx, gi, h0, w_hh, b_ih, b_hh, lengths, reverse):
+        hs, ws, run = _direction_forward(gi, h0, w_hh, b_ih, b_hh, lengths, reverse)
+        run(0, 1)
+        ctx.ws = ws
+        ctx.hs = hs.detach()  # not hs itself: a node must not point to its own output
+        return hs
+
+    @staticmethod
+    def backward(ctx, g):
+        gi, h0, w_hh, b_ih, b_hh, lengths, reverse = ctx.inputs
+        run, finish = _direction_backward(gi, h0, w_hh, b_ih, lengths, reverse, ctx.hs, ctx.ws, g)
+        run(0, 1)
+        return finish() + (None, None)
+
+
+class BiGRUSequence(Function):
+    """Both directions of a bidirectional GRU layer as one graph node, the two recurrences on two
+    cores at once (threads.run_two: each is one kernel call, which holds no GIL).
+
+    gi_f, gi_b (T, B, 3H), h0_f, h0_b (B, H), w_f, w_b (3H, H), the four biases (3H) or None,
+    lengths as GRUSequence. Returns (T, B, 2H): the forward direction's states, then the
+    reverse direction's, in each row (what a bidirectional layer outputs)."""
+
+    op_name = "GRU"
+
+    @staticmethod
+    def forward(ctx, gi_f, gi_b, h0_f, h0_b, w_f, w_b, bi_f, bh_f, bi_b, bh_b, lengths):
+        hs_f, ws_f, run_f = _direction_forward(gi_f, h0_f, w_f, bi_f, bh_f, lengths, False)
+        hs_b, ws_b, run_b = _direction_forward(gi_b, h0_b, w_b, bi_b, bh_b, lengths, True)
+        threads.run_two(run_f, run_b)
+        ctx.state = (hs_f.detach(), ws_f, hs_b.detach(), ws_b)
+        return cat([hs_f, hs_b], 2)
+
+    @staticmethod
+    def backward(ctx, g):
+        gi_f, gi_b, h0_f, h0_b, w_f, w_b, bi_f, bh_f, bi_b, bh_b, lengths = ctx.inputs
+        hs_f, ws_f, hs_b, ws_b = ctx.state
+        H = hs_f.shape[2]
+        run_f, finish_f = _direction_backward(gi_f, h0_f, w_f, bi_f, lengths, False, hs_f, ws_f,
+                                              narrow(g, 2, 0, H))
+        run_b, finish_b = _direction_backward(gi_b, h0_b, w_b, bi_b, lengths, True, hs_b, ws_b,
+                                              narrow(g, 2, H, H))
+        threads.run_two(run_f, run_b)
+        dgi_f, dh0_f, dw_f, dbi_f, dbh_f = finish_f()
+        dgi_b, dh0_b, dw_b, dbi_b, dbh_b = finish_b()
+        return dgi_f, dgi_b, dh0_f, dh0_b, dw_f, dw_b, dbi_f, dbh_f, dbi_b, dbh_b, None
 
 
 class GRUCell(Function):
@@ -187,4 +231,11 @@ def gru_sequence(gi, h0, w_hh, b_ih, b_hh, lengths=None, reverse=False):
     gi = x W_ih^T (T, B, 3H) are computed; lengths: one int per sequence or None (GRUSequence)."""
     lens = None if lengths is None else array("q", lengths)
     return GRUSequence.apply(gi, h0, w_hh, b_ih, b_hh, lens, reverse)
+
+
+def bi_gru_sequence(gi_f, gi_b, h0_f, h0_b, w_f, w_b, bi_f, bh_f, bi_b, bh_b, lengths=None):
+    """(T, B, 2H): both directions of a bidirectional GRU layer, the forward direction's states
+    then the reverse one's in each row (BiGRUSequence: the two recurrences run at once)."""
+    lens = None if lengths is None else array("q", lengths)
+    return BiGRUSequence.apply(gi_f, gi_b, h0_f, h0_b, w_f, w_b, bi_f, bh_f, bi_b, bh_b, lens)
 
