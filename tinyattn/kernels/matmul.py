@@ -609,6 +609,18 @@ def _worker_scratch(typecode):
     return buf
 
 
+@inline
+def _put_operand(jobs, i, buf, off, s0, s1, s2, s3):
+    """jobs[i:i + 7] = an operand of _bmm_blocked: its buffer (address, length), offset, strides."""
+    jobs[i] = address(buf, 0)
+    jobs[i + 1] = len(buf)
+    jobs[i + 2] = off
+    jobs[i + 3] = s0
+    jobs[i + 4] = s1
+    jobs[i + 5] = s2
+    jobs[i + 6] = s3
+
+
 @cached()
 def _post_blocks(jobs, at, worker, u0, u1, a_buf, a_off, a_sb0, a_sb1, a_sm, a_sk,
                  b_buf, b_off, b_sb0, b_sb1, b_sk, b_sn, out_buf, nb1, M, N, K,
@@ -616,20 +628,8 @@ def _post_blocks(jobs, at, worker, u0, u1, a_buf, a_off, a_sb0, a_sb1, a_sm, a_s
     """Write the arguments of _bmm_blocked(..., u0, u1) for worker ``worker`` into jobs[at + 1:
     at + 27]: a buffer as its address and length, the worker's scratch as its part of
     scratch_buf. Holds the GIL (no nogil): it takes less time than releasing it would."""
-    jobs[at + 1] = address(a_buf, 0)
-    jobs[at + 2] = len(a_buf)
-    jobs[at + 3] = a_off
-    jobs[at + 4] = a_sb0
-    jobs[at + 5] = a_sb1
-    jobs[at + 6] = a_sm
-    jobs[at + 7] = a_sk
-    jobs[at + 8] = address(b_buf, 0)
-    jobs[at + 9] = len(b_buf)
-    jobs[at + 10] = b_off
-    jobs[at + 11] = b_sb0
-    jobs[at + 12] = b_sb1
-    jobs[at + 13] = b_sk
-    jobs[at + 14] = b_sn
+    _put_operand(jobs, at + 1, a_buf, a_off, a_sb0, a_sb1, a_sm, a_sk)
+    _put_operand(jobs, at + 8, b_buf, b_off, b_sb0, b_sb1, b_sk, b_sn)
     jobs[at + 15] = address(out_buf, 0)
     jobs[at + 16] = len(out_buf)
     jobs[at + 17] = nb1
