@@ -210,15 +210,14 @@ def _sequence_forward_compiled(gi, h0, h0_off, w_hh, b_ih, b_hh, lengths, has_le
     """gru_sequence_forward_reference, compiled: the blocked product (one thread)."""
     for s in range(T):
         t = T - 1 - s if reverse else s
+        prev = t + 1 if reverse else t - 1
         if s == 0:
-            _recurrent_product(h0, h0_off, H, 1, w_hh, 1, H, gh, B, 3 * H, H, scratch)
-            gru_step_forward(gi, t * B * 3 * H, gh, h0, h0_off, b_ih, b_hh, lengths,
-                             has_lengths, t, hs, t * B * H, ws, t * B * 4 * H, B, H, single)
+            h, h_off = h0, h0_off
         else:
-            h_off = (t + 1 if reverse else t - 1) * B * H
-            _recurrent_product(hs, h_off, H, 1, w_hh, 1, H, gh, B, 3 * H, H, scratch)
-            gru_step_forward(gi, t * B * 3 * H, gh, hs, h_off, b_ih, b_hh, lengths,
-                             has_lengths, t, hs, t * B * H, ws, t * B * 4 * H, B, H, single)
+            h, h_off = hs, prev * B * H
+        _recurrent_product(h, h_off, H, 1, w_hh, 1, H, gh, B, 3 * H, H, scratch)
+        gru_step_forward(gi, t * B * 3 * H, gh, h, h_off, b_ih, b_hh, lengths, has_lengths, t,
+                         hs, t * B * H, ws, t * B * 4 * H, B, H, single)
 
 
 @kernel
@@ -227,15 +226,13 @@ def _sequence_backward_compiled(g, carry, m, h0, h0_off, hs, ws, w_hh, lengths, 
     """gru_sequence_backward_reference, compiled: the blocked product (one thread)."""
     for s in range(T):
         t = s if reverse else T - 1 - s
+        prev = t + 1 if reverse else t - 1
         if s == T - 1:
-            gru_step_backward(g, t * B * H, True, carry, m, s > 0, h0, h0_off, ws,
-                              t * B * 4 * H, lengths, has_lengths, t, dgi, t * B * 3 * H, dgh,
-                              t * B * 3 * H, B, H)
+            h, h_off = h0, h0_off
         else:
-            h_off = (t + 1 if reverse else t - 1) * B * H
-            gru_step_backward(g, t * B * H, True, carry, m, s > 0, hs, h_off, ws,
-                              t * B * 4 * H, lengths, has_lengths, t, dgi, t * B * 3 * H, dgh,
-                              t * B * 3 * H, B, H)
+            h, h_off = hs, prev * B * H
+        gru_step_backward(g, t * B * H, True, carry, m, s > 0, h, h_off, ws, t * B * 4 * H,
+                          lengths, has_lengths, t, dgi, t * B * 3 * H, dgh, t * B * 3 * H, B, H)
         _recurrent_product(dgh, t * B * 3 * H, 3 * H, 1, w_hh, H, 1, m, B, H, 3 * H, scratch)
 
 

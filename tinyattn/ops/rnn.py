@@ -38,6 +38,11 @@ def _bias_buffers(b_ih, b_hh, dtype, H):
     return packed(b_ih)._data, packed(b_hh)._data
 
 
+def _lengths_buffer(lengths):
+    """(int64 buffer, has_lengths) for the kernels: a placeholder when every row runs all T steps."""
+    return (lengths, True) if lengths is not None else (array("q", [0]), False)
+
+
 def _direction_forward(gi, h0, w_hh, b_ih, b_hh, lengths, reverse):
     """One direction's forward: (hs, ws, run), where run(0, 1) fills hs (T, B, H) and ws
     (T, B, 4H) with one kernel call (all T steps, kernels/rnn.py) on whichever thread calls it."""
@@ -48,7 +53,7 @@ def _direction_forward(gi, h0, w_hh, b_ih, b_hh, lengths, reverse):
     hs = _empty((T, B, H), dt)
     ws = _empty((T, B, 4 * H), dt)
     bi, bh = _bias_buffers(b_ih, b_hh, dt, H)
-    lens, has_len = (lengths, True) if lengths is not None else (array("q", [0]), False)
+    lens, has_len = _lengths_buffer(lengths)
     gi, h0, w_hh, gh = packed(gi), packed(h0), packed(w_hh), _empty((B, H3), dt)
 
     def run(start, stop):       # (with the scratch buffer of the thread that runs it)
@@ -66,7 +71,7 @@ def _direction_backward(gi, h0, w_hh, b_ih, lengths, reverse, hs, ws, g):
     dt = gi.dtype
     tc = dt.typecode
     g, h0 = packed(g), packed(h0.detach())
-    lens, has_len = (lengths, True) if lengths is not None else (array("q", [0]), False)
+    lens, has_len = _lengths_buffer(lengths)
     dgi = _empty((T, B, H3), dt)
     dgh = _empty((T, B, H3), dt)
     carry = _zeros((B, H), dt)  # dL/dh along the direct path h_{t-1} -> h_t
