@@ -20,7 +20,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from tinyattn.kernels import matmul, threads  # noqa: E402
+from tinyattn.fast import matmul, threads  # noqa: E402
 
 # name, batch, M, N, K, B transposed (a (K, N) view of an (N, K) buffer, like K^T in Q @ K^T)
 CASES = [

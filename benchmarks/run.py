@@ -84,7 +84,7 @@ if __name__ == "__main__":
 
 import tinyattn as ta  # noqa: E402
 from tinyattn import nn  # noqa: E402
-from tinyattn.kernels import threads  # noqa: E402
+from tinyattn.fast import threads  # noqa: E402
 
 SECTIONS = ("matmul", "softmax", "sdpa", "conv", "overhead", "steps", "startup", "memory")
 
@@ -228,8 +228,8 @@ def fma_peak_kernel():
     the ceiling of a matmul kernel. Of two versions, 6 and 12 accumulators of 16 lanes (enough to
     cover the FMA latency on AVX2 / AVX-512; the 6 fit AVX2's 16 registers), the faster."""
     from numba import njit
-    from tinyattn.kernels.buffers import as_array
-    from tinyattn.kernels.simd import vfma, vload, vstore
+    from tinyattn.fast.buffers import as_array
+    from tinyattn.fast.simd import vfma, vload, vstore
 
     @njit(nogil=True)
     def six(buf, n):
@@ -376,7 +376,7 @@ def bench_sdpa(res, timer, torch):
     fused kernel (kernels/flash.py) against PyTorch's (its CPU flash kernel). Time (ms), the peak
     memory the call adds (MB, in child processes), and the largest difference from the reference
     tier on one head (float32 results compared as float64)."""
-    from tinyattn.kernels import tiers
+    from tinyattn import backend
     B, H, D = 1, 8, 64
     for T, causal in SDPA_CASES:
         ta.manual_seed(0)
@@ -402,7 +402,7 @@ def bench_sdpa(res, timer, torch):
         # exactness: head 0 on both tiers
         outs = {}
         for tier in ("fast", "reference"):
-            with tiers.use(tier):
+            with backend.use(tier):
                 xs = [x[:, :1].detach().requires_grad_() for x in (q, k, v)]
                 o = F.scaled_dot_product_attention(*xs, is_causal=causal)
                 o.backward(g[:, :1])
@@ -814,7 +814,7 @@ def machine_info():
     except OSError:
         pass
     import llvmlite.binding as llvm
-    from tinyattn.kernels.simd import l2_cache_bytes
+    from tinyattn.fast.simd import l2_cache_bytes
     return dict(cpu=cpu, cpu_family=family, cpu_model=model, llvm_cpu=llvm.get_host_cpu_name(),
                 l2_kib_per_core=l2_cache_bytes() // 1024, cpu_count=os.cpu_count(),
                 python=platform.python_version(), platform=platform.platform(), isa=vector_isa())

@@ -26,8 +26,8 @@ CHILD = r"""
 import json, sys, time
 sys.path.insert(0, ROOT)
 from array import array
-from tinyattn.kernels import threads
-from tinyattn.kernels.jit import kernel
+from tinyattn.fast import threads
+from tinyattn.fast.jit import kernel
 
 
 @kernel
@@ -66,7 +66,7 @@ MATMUL_CHILD = r"""
 import json, sys, time
 sys.path.insert(0, ROOT)
 import tinyattn as ta
-from tinyattn.kernels import jobs, matmul, threads
+from tinyattn.fast import jobs, matmul, threads
 
 matmul.PARALLEL_MIN_WORK = 0        # split every product: what a split costs and saves
 out = {}

@@ -18,7 +18,7 @@ sys.path.insert(0, HERE)
 import tinyattn as ta  # noqa: E402
 import tinyattn.nn.functional as F  # noqa: E402
 from run import Timer, machine_info  # noqa: E402
-from tinyattn.kernels import tiers  # noqa: E402
+from tinyattn import backend  # noqa: E402
 
 
 def _fwd_bwd(fn, *shapes):
@@ -60,11 +60,11 @@ def main(argv=None):
     timer = Timer(args.rounds, args.budget)
     for name, make in CASES:
         fns = []
-        for tier in tiers.TIERS:
+        for tier in backend.BACKENDS:
             step = make()
 
             def run(step=step, tier=tier):
-                with tiers.use(tier):
+                with backend.use(tier):
                     step()
             fns.append(run)
         ref, fast = timer.run(fns)

@@ -17,7 +17,7 @@ import statistics
 import time
 
 import tinyattn
-from tinyattn.kernels import matmul as _KM
+from tinyattn.fast import matmul as _KM
 from tinyattn import nn
 
 VOCAB, D, HEADS, FF, T, B, CLASSES, LAYERS = 32, 64, 4, 128, 32, 32, 4, 2

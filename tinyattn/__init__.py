@@ -4,8 +4,8 @@ Layers, bottom to top: kernels/ (numba loops on flat buffers) -> ops/ (the diffe
 file per kernel family) -> tensor.py, autograd.py, creation.py (Tensor, graph, factories) ->
 nn/, optim/ -> demos/.
 """
-from . import _malloc  # noqa: F401  (keeps freed tensor memory for reuse; see _malloc.py)
 from . import autograd  # first: tensor.py and ops/ build on it
+from . import backend  # noqa: F401  (the kernels the ops call: TINYATTN_KERNELS)
 from .tensor import Tensor
 from ._devices import (BoolTensor, ByteTensor, DoubleTensor, FloatTensor, IntTensor,
                        LongTensor, backends,

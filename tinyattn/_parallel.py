@@ -2,7 +2,7 @@
 split their work use (matmul, softmax, the fused attention, ...), the calling thread included. The
 pool itself is kernels/threads.py; its default is the machine's CPU count (at most 8), or
 ``TINYATTN_NUM_THREADS``."""
-from .kernels import threads as _threads
+from .fast import threads as _threads
 
 __all__ = ["get_num_threads", "set_num_threads"]
 

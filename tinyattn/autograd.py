@@ -38,7 +38,7 @@ import functools
 import weakref
 from array import array
 
-from . import _recycle
+from .fast import recycle as _recycle
 
 _grad_enabled = True
 

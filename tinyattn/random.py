@@ -9,7 +9,7 @@ tinyattn's stream is not PyTorch's: the same seed gives different numbers in the
 from array import array
 
 from . import dtypes as _dt
-from .kernels.random import hash32
+from .fast.random import hash32
 from .tensor import _make
 
 

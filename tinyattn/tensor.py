@@ -16,7 +16,7 @@ Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 
 import weakref as _weakref
 
-from . import _recycle
+from .fast import recycle as _recycle
 from . import _shapes
 from . import autograd as _ag
 from . import _devices as _dev

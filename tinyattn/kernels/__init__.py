@@ -1,41 +1,31 @@
-"""numba kernels over flat array.array buffers. They know nothing of Tensors or autograd.
+"""The reference kernel backend: plain loops over flat `array.array` buffers.
 
-Compiled kernels are cached on disk (`cache=True`), but numba only notices when the file of the
-kernel itself changes, not a helper it calls from another file (an edit to `exp.py` would leave
-`softmax.py`'s cached machine code stale). Kernels are meant to be read and edited, so the cache is
-kept honest here: a fingerprint of every kernel source is compared with the one the cache was built
-from, and when they differ the cached machine code of this folder is dropped and rebuilt.
+Each file is one kernel family (`softmax.py`, `matmul.py`, ...). Its functions take buffers and
+integers, write into an output buffer and return nothing; they know nothing of Tensors or
+autograd. Each docstring gives the equation and the layout, and the loop under it is that
+equation, written the plainest way. The ops call these functions through tinyattn/backend.py;
+tinyattn/fast/ holds the same functions again, with the same names and arguments, written for
+speed. The test suite holds the two equal.
+
+`kernel` compiles a function with numba. With ``NUMBA_DISABLE_JIT=1`` it returns the function
+unchanged: the same loops then run as Python, and a breakpoint stops in the loop that ran.
+
+A kernel file calls only functions of its own file: numba's disk cache notices when a kernel's
+own file changes, not when a helper in another file does.
+
+Chapter 2 of the tour (docs/02-kernels.md) walks through this package.
 """
-import hashlib
-import os
-from pathlib import Path
+from numba import njit
 
 
-def _drop_stale_cache():
-    here = Path(__file__).resolve().parent
-    cache = here / "__pycache__"
-    digest = hashlib.sha256()
-    for src in sorted(here.glob("*.py")):
-        digest.update(src.name.encode() + b"\0" + src.read_bytes())
-    stamp = cache / "tinyattn-kernels.sha256"
-    fingerprint = digest.hexdigest()
+def kernel(fn):
+    """`fn` compiled by numba, its machine code cached on disk (``cache=True``). A division by
+    zero gives inf or NaN, as in PyTorch, instead of raising (``error_model="numpy"``).
+    A function with no file to cache beside (typed at a prompt, or exec'd) is compiled anew in
+    each process."""
     try:
-        if stamp.read_text() == fingerprint:
-            return
-    except OSError:  # no stamp yet (a fresh checkout, or a cache built before this check)
-        pass
-    try:
-        cache.mkdir(exist_ok=True)
-        for f in cache.iterdir():
-            if f.suffix in (".nbi", ".nbc"):
-                f.unlink(missing_ok=True)
-        tmp = cache / f"tinyattn-kernels.sha256.{os.getpid()}"
-        tmp.write_text(fingerprint)
-        os.replace(tmp, stamp)
-    except OSError:  # a read-only install: numba then keeps its cache elsewhere or not at all
-        pass
-
-
-_drop_stale_cache()
-
-from .tiers import active, use  # noqa: E402  (after the cache check: tiers.py is a kernel file too)
+        return njit(cache=True, error_model="numpy")(fn)
+    except RuntimeError as e:       # numba: "cannot cache function ...: no locator available"
+        if "cannot cache" not in str(e):
+            raise
+        return njit(error_model="numpy")(fn)

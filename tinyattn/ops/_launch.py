@@ -27,7 +27,7 @@ from array import array
 
 from .. import _shapes
 from .. import dtypes as _dt
-from ..kernels import elementwise as KE
+from ..fast import elementwise as KE
 from ..tensor import Tensor, _empty, _make
 
 

@@ -24,7 +24,7 @@ import math
 from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import Function
-from ..kernels import attention as KA
+from ..fast import attention as KA
 from ..creation import arange, tensor
 from ..tensor import Tensor, _empty, _zeros
 from . import flash as _flash

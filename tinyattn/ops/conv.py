@@ -21,7 +21,7 @@ import builtins
 
 from .. import dtypes as _dt
 from ..autograd import Function
-from ..kernels import conv as KC
+from ..fast import conv as KC
 from ..tensor import Tensor, _empty, _zeros
 from ._launch import packed
 

@@ -20,7 +20,7 @@ import warnings
 from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import BinaryFunction, Function, UnaryFunction, no_grad
-from ..kernels import elementwise as KE
+from ..fast import elementwise as KE
 from ..tensor import Tensor, _empty, _make
 from ._launch import check_tensor, packed, tensor_from_scalar, views4
 from .layout import expand, to_dtype

@@ -24,7 +24,7 @@ from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import Function
 from ..creation import zeros
-from ..kernels import flash as KF
+from ..fast import flash as KF
 from ..tensor import _empty
 from ._launch import packed
 from .elementwise import where

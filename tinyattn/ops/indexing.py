@@ -31,7 +31,7 @@ from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import Function, bump_version, no_grad
 from ..creation import full, tensor
-from ..kernels import index as KI
+from ..fast import index as KI
 from ..tensor import Tensor, _empty, _make
 from ._launch import check_tensor, copy, copy_into, packed, tensor_from_scalar
 from .elementwise import eq, ge, le, ne, where

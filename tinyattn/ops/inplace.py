@@ -21,7 +21,7 @@ from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import bump_version, is_grad_enabled, no_grad
 from ..creation import rand, randn
-from ..kernels import elementwise as KE
+from ..fast import elementwise as KE
 from ..tensor import Tensor, _make
 from ._launch import copy, copy_into
 from .elementwise import ZeroGradient, add, clamp, div, exp, masked_fill, mul, relu, sub

@@ -25,7 +25,7 @@ from array import array
 
 from .. import dtypes as _dt
 from ..autograd import Function
-from ..kernels import loss as KL
+from ..fast import loss as KL
 from ..tensor import Tensor, _empty, _make, _zeros
 from ._launch import copy, packed
 from .elementwise import add, mul, neg, sub

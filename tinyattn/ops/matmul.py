@@ -16,8 +16,8 @@ Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import BinaryFunction, Function
-from ..kernels import elementwise as KE
-from ..kernels import matmul as KM
+from ..fast import elementwise as KE
+from ..fast import matmul as KM
 from ..tensor import Tensor, _empty, _make
 from ._launch import expanded_copy, packed, transposed
 from .layout import reshape, squeeze, transpose, unsqueeze

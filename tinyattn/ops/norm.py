@@ -18,7 +18,7 @@ from array import array
 
 from .. import dtypes as _dt
 from ..autograd import Function
-from ..kernels import norm as KL
+from ..fast import norm as KL
 from ..tensor import Tensor, _empty, _make
 from ._launch import packed
 

@@ -12,7 +12,7 @@ Chapter 5 of the tour (docs/05-transformer.md) uses them.
 from array import array
 
 from ..autograd import bump_version
-from ..kernels import optim as K
+from ..fast import optim as K
 
 _EMPTY = {"f": array("f"), "d": array("d")}  # the momentum / max-moment buffer when unused
 

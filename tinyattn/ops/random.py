@@ -13,7 +13,7 @@ from array import array
 
 from .. import dtypes as _dt
 from ..autograd import UnaryFunction
-from ..kernels import random as KR
+from ..fast import random as KR
 from ..random import default_generator
 from ..tensor import Tensor, _empty
 from ._launch import check_tensor, packed

@@ -21,7 +21,7 @@ from collections import namedtuple
 from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import UnaryFunction, no_grad
-from ..kernels import reduce as KR
+from ..fast import reduce as KR
 from ..tensor import Tensor, _empty, _make, _zeros
 from ._launch import check_tensor, copy, packed, shape_arg, tensor_from_scalar
 

@@ -19,9 +19,9 @@ from array import array
 
 from .. import dtypes as _dt
 from ..autograd import Function
-from ..kernels import matmul as KM
-from ..kernels import rnn as KR
-from ..kernels import threads
+from ..fast import matmul as KM
+from ..fast import rnn as KR
+from ..fast import threads
 from ..tensor import _empty, _zeros
 from ._launch import packed, transposed
 from .elementwise import add, add_into

@@ -40,7 +40,7 @@ from itertools import accumulate
 from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import Function, no_grad
-from ..kernels import scatter as KS
+from ..fast import scatter as KS
 from ..tensor import Tensor, _empty, _make
 from ._launch import check_tensor, copy, packed, tensor_from_scalar
 from .elementwise import div, eq, floor_divide, mul, ne, where

@@ -8,25 +8,19 @@
 
 Subtracting the row maximum m cancels mathematically and keeps every exp() argument <= 0, so
 logits of 1e4 give no inf or NaN. A row that is entirely -inf (a query whose keys are all masked)
-gives zeros (PyTorch: NaN). The loops are in kernels/softmax.py: x is seen as (O, R, I) -- O outer
-rows, R the softmax dim, I inner -- and the common last-dim case (I = 1) runs on rows, split
-between the cores when there are enough of them.
+gives zeros (PyTorch: NaN). The loops are in kernels/softmax.py (and, vectorised and threaded, in
+fast/softmax.py): x is seen as (O, R, I) -- O outer rows, R the softmax dim, I inner.
 
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file; chapter 3 uses it.
 """
 from .. import _shapes
+from .. import backend
 from .. import dtypes as _dt
 from ..autograd import UnaryFunction
-from ..kernels import softmax as KS
-from ..kernels import threads
 from ..tensor import _empty
 from ._launch import packed
 from .elementwise import _floating
 from .layout import to_dtype
-
-# Softmax over the last dim of at least this many elements is split between the cores by rows:
-# handing half the rows to the other core costs ~20 us, a 32k-element softmax takes ~40 us.
-PARALLEL_MIN = 1 << 15
 
 
 class Softmax(UnaryFunction):
@@ -40,7 +34,7 @@ class Softmax(UnaryFunction):
         shape = x.shape
         O, R, I = _shapes.numel(shape[:dim]), shape[dim], _shapes.numel(shape[dim + 1:])
         out = _empty(shape, x.dtype)
-        _run(KS.ROWS_FORWARD, KS.FORWARD, x.dtype.typecode, (x._data, out._data), O, R, I, log)
+        backend.softmax.softmax_forward(x._data, out._data, O, R, I, log)
         if ctx.needs_input_grad:
             ctx.op_name = "LogSoftmax" if log else "Softmax"
             ctx.save_for_backward(out.detach())
@@ -53,22 +47,8 @@ class Softmax(UnaryFunction):
         O, R, I = ctx.layout
         log = ctx.inputs[2]
         out = _empty(y.shape, y.dtype)
-        _run(KS.ROWS_BACKWARD, KS.BACKWARD, y.dtype.typecode,
-             (packed(g)._data, y._data, out._data), O, R, I, log)
+        backend.softmax.softmax_backward(packed(g)._data, y._data, out._data, O, R, I, log)
         return out, None, None
-
-
-def _run(rows_kernels, kernels, typecode, buffers, O, R, I, log):
-    """A softmax kernel on `buffers`: (x, out) forward, (g, y, out) backward."""
-    if I != 1:  # softmax over an inner dim: the general (O, R, I) loop
-        kernels[typecode](*buffers, O, R, I, log)
-        return
-    kern, single = rows_kernels[typecode, log], typecode == "f"  # both compiled in as constants
-    if O * R < PARALLEL_MIN or threads.num_threads() == 1:
-        kern(*buffers, R, 0, O, log, single)
-    else:
-        threads.parallel_for(lambda n0, n1: kern(*buffers, R, n0, n1, log, single), O,
-                             min_chunk=-(-PARALLEL_MIN // (2 * R)))
 
 
 def softmax(x, dim, dtype=None):

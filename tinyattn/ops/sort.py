@@ -14,7 +14,7 @@ from collections import namedtuple
 from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import UnaryFunction
-from ..kernels import sort as KS
+from ..fast import sort as KS
 from ..tensor import _empty
 from ._launch import check_tensor, packed
 from .indexing import flip, gather

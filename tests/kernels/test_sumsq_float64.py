@@ -4,7 +4,7 @@ numba's `float(x)` keeps a float32 a float32, so the squares were rounded to flo
 float64 accumulation (and compiled results differed from NUMBA_DISABLE_JIT=1 ones)."""
 from array import array
 
-from tinyattn.kernels.reduce import sumsq_all
+from tinyattn.fast.reduce import sumsq_all
 
 
 def test_sumsq_all_squares_float32_values_in_float64():

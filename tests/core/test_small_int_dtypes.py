@@ -444,8 +444,8 @@ def test_torch_reads_our_checkpoint(tmp_path):
 
 
 def test_tiers_agree_on_wraparound():
-    for tier in ta.kernels.tiers.TIERS:
-        with ta.kernels.use(tier):
+    for tier in ta.backend.BACKENDS:
+        with ta.backend.use(tier):
             u = u8([200, 3, 255])
             assert (u + u).tolist() == [144, 6, 254]
             assert (u * 3 - 1).tolist() == [87, 8, 252]
@@ -468,7 +468,7 @@ def test_import_compiles_no_narrow_kernels():
     """Cold start must not grow: importing tinyattn and training on floats leaves every kernel
     table free of 'i' (int32) entries; they compile the first time an int32 tensor needs one."""
     code = ("import tinyattn as ta\n"
-            "from tinyattn.kernels import jit\n"
+            "from tinyattn.fast import jit\n"
             "import gc\n"
             "x = ta.randn(4, 3, requires_grad=True)\n"
             "(x @ ta.randn(3, 2)).softmax(-1).sum().backward()\n"
@@ -479,7 +479,7 @@ def test_import_compiles_no_narrow_kernels():
             "print(len(tables))\n")
     env = dict(os.environ, TINYATTN_QUIET_COMPILE="1")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                         cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     assert out.returncode == 0, out.stderr[-2000:]
 
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 import tinyattn as ta
 import tinyattn.nn.functional as F
 from helpers import assert_close, to_torch
-from tinyattn.kernels import flash as KF
+from tinyattn.fast import flash as KF
 from tinyattn.nn.attention import SDPBackend, sdpa_kernel
 from tinyattn.testing import gradcheck
 
@@ -251,14 +251,14 @@ def test_reference_tier_sums_in_float64():
     # float32 rounding of its own: its float32 gradients are the float64 ones up to a few
     # roundings (of the inputs, lse and the result). Summed in float32 one term at a time, as
     # before, dk and dv of this causal head were 6.2e-7 and 4.5e-7 away (2x the bound).
-    from tinyattn.kernels import tiers
+    from tinyattn import backend
     T, E = 256, 8
     ta.manual_seed(0)
     q, k, v, g = (ta.randn(1, T, E, dtype=ta.float64) for _ in range(4))
 
     def grads(dtype):
         xs = [x.to(dtype).requires_grad_() for x in (q, k, v)]
-        with tiers.use("reference"), sdpa_kernel(FLASH):
+        with backend.use("reference"), sdpa_kernel(FLASH):
             F.scaled_dot_product_attention(*xs, is_causal=True).backward(g.to(dtype))
         return [x.grad.double() for x in xs]
 

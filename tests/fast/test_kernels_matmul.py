@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tinyattn.kernels import matmul, simd, threads
-from tinyattn.kernels.buffers import as_array, load
+from tinyattn.fast import matmul, simd, threads
+from tinyattn.fast.buffers import as_array, load
 
 JIT = not numba.config.DISABLE_JIT
 # Interpreted, every multiply-add is a few Python bytecodes: keep the shapes small there.

@@ -9,10 +9,10 @@ from array import array
 import numba
 import pytest
 
-from tinyattn.kernels.jit import aligned_loop, out_of_line
+from tinyattn.fast.jit import aligned_loop, out_of_line
 
 SOURCE = '''
-from tinyattn.kernels.jit import inline, kernel
+from tinyattn.fast.jit import inline, kernel
 
 @inline
 def _twice(v):
@@ -42,7 +42,7 @@ def test_kernel_defined_without_a_file_compiles_and_runs():
 
 OUT_OF_LINE = '''
 from numba import njit
-from tinyattn.kernels.jit import out_of_line
+from tinyattn.fast.jit import out_of_line
 
 @njit
 def kept(x):
@@ -85,7 +85,7 @@ def test_out_of_line_keeps_llvm_from_inlining_the_function():
 
 ALIGNED = '''
 from numba import njit
-from tinyattn.kernels.jit import aligned_loop
+from tinyattn.fast.jit import aligned_loop
 
 @njit
 def aligned(x, n, m):

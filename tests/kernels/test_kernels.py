@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyattn.kernels import elementwise as KE
-from tinyattn.kernels import index as KI
-from tinyattn.kernels import random as KRand
-from tinyattn.kernels import reduce as KR
-from tinyattn.kernels import softmax as KS
+from tinyattn.fast import elementwise as KE
+from tinyattn.fast import index as KI
+from tinyattn.fast import random as KRand
+from tinyattn.fast import reduce as KR
+from tinyattn.fast import softmax as KS
 
 SETTINGS = settings(max_examples=25, deadline=None)
 floats = st.floats(-5, 5, allow_nan=False, width=64)

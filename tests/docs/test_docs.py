@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 FILES = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 

@@ -2,7 +2,7 @@
 import ast
 import pathlib
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 DIRS = ("tinyattn", "tests", "demos", "benchmarks")
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from tinyattn import viz
 
-DEMOS = pathlib.Path(__file__).resolve().parent.parent / "demos"
+DEMOS = pathlib.Path(__file__).resolve().parents[2] / "demos"
 NO_ATTENTION = {"two_moons"}   # an MLP on 2-d points: nothing for the attention explorer to show
 TRAINING_DEMOS = ["two_moons", "dates", "long_sequences", "order_matters", "transformer", "gpt",
                   "show_attend_tell"]

@@ -250,9 +250,9 @@ def test_sequence_kernels_fast_against_reference(monkeypatch, typecode, B, rever
     import random
     from array import array
 
-    from tinyattn.kernels import matmul as KM
-    from tinyattn.kernels import rnn as KR
-    from tinyattn.kernels import threads
+    from tinyattn.fast import matmul as KM
+    from tinyattn.fast import rnn as KR
+    from tinyattn.fast import threads
     if path == "stepwise":
         monkeypatch.setattr(KM, "PARALLEL_MIN_WORK", 0)
         monkeypatch.setattr(threads, "num_threads", lambda: 2)

@@ -14,8 +14,8 @@ import pytest
 
 import tinyattn as ta
 from helpers import assert_close
-from tinyattn.kernels import elementwise as KE
-from tinyattn.kernels.jit import by_typecode, kernel
+from tinyattn.fast import elementwise as KE
+from tinyattn.fast.jit import by_typecode, kernel
 
 JIT = not numba.config.DISABLE_JIT
 
@@ -227,7 +227,7 @@ def test_matmul_fast_layouts_gradcheck(case):
 @pytest.mark.parametrize("tc", ["f", "d"])
 def test_few_rows_matmul_kernel_matches_blocked(tc):
     """M < 8 goes to _bmm_few_rows; the blocked kernel (still used for M >= 8) must agree."""
-    from tinyattn.kernels import matmul
+    from tinyattn.fast import matmul
     matmul.ensure_compiled(tc)
     rng = random.Random(7)
     nb, K, N = 3, 19, 21

@@ -1,4 +1,4 @@
-"""tinyattn keeps freed tensor memory for reuse on glibc (see tinyattn/_malloc.py): without it a
+"""tinyattn keeps freed tensor memory for reuse on glibc (see tinyattn/fast/malloc.py): without it a
 training step spent ~40% of its non-matmul time in page faults."""
 import os
 import platform
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-import tinyattn._malloc as m
+import tinyattn.fast.malloc as m
 
 glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
 
@@ -20,6 +20,6 @@ def test_malloc_is_tuned_on_import():
 @pytest.mark.skipif(not glibc, reason="malloc tuning applies to glibc only")
 def test_malloc_tuning_can_be_turned_off():
     env = dict(os.environ, TINYATTN_MALLOC_TUNING="0")
-    out = subprocess.run([sys.executable, "-c", "import tinyattn._malloc as m; print(m.TUNED)"],
+    out = subprocess.run([sys.executable, "-c", "import tinyattn.fast.malloc as m; print(m.TUNED)"],
                          env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -61,7 +61,7 @@ STEP = (
     ("jobs", "serve", "q", "T i i i i i T i"),
     ("threads", "_publish", "q", "T i i"),
     ("elementwise", "ADD_ROW_VECTOR", "f"),
-    ("softmax", "ROWS_FORWARD", ("f", False)),
+    ("softmax", "_ROWS_FORWARD", ("f", False)),
     ("random", "dropout_apply", "f", "T T i i i f f"),
     ("elementwise", "BINARY_PACKED", ("f", ADD)),
     ("norm", "FORWARD", "f"),
@@ -73,7 +73,7 @@ STEP = (
     ("loss", "cross_entropy_backward", "f", "T T @q T b i f i i @d T"),
     ("norm", "BACKWARD", "f"),
     ("elementwise", "UNARY_BACKWARD", ("f", RELU)),
-    ("softmax", "ROWS_BACKWARD", ("f", False)),
+    ("softmax", "_ROWS_BACKWARD", ("f", False)),
     ("elementwise", "AXPY", "f"),
     ("index", "scatter_add_rows", "f", "T @q T i i"),
     # the optimizer's step, then the argmax of evaluation
@@ -107,7 +107,7 @@ def start():
                PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
     try:
         _helper = subprocess.Popen(
-            [sys.executable, "-c", "from tinyattn.kernels.ahead import main; main()"],
+            [sys.executable, "-c", "from tinyattn.fast.ahead import main; main()"],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             env=env, cwd=root)
     except OSError:

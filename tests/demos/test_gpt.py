@@ -8,7 +8,7 @@ import pytest
 
 import tinyattn as ta
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "demos"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "demos"))
 import gpt  # noqa: E402
 
 CFG = gpt.Config(block_size=12, n_layer=2, n_head=2, n_embd=16)
@@ -136,7 +136,7 @@ def test_learning_rate_schedule():
 
 def test_same_weights_same_loss_as_the_pytorch_twin():
     torch = pytest.importorskip("torch")
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import gpt_twin
     m = _model()
     twin = gpt_twin.torch_twin(torch, CFG, VOCAB)

@@ -13,7 +13,7 @@ import tinyattn as ta
 from tinyattn import viz
 from tinyattn.viz.image import png_bytes
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "demos"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "demos"))
 import show_attend_tell as sat  # noqa: E402
 
 

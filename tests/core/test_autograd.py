@@ -230,7 +230,7 @@ def test_log_and_sqrt_of_zero_give_inf_not_errors():
 
 @pytest.mark.parametrize("op", ["softmax", "sum", "transpose", "mul_scalar"])
 def test_unary_function_records_what_function_apply_records(op):
-    from tinyattn.kernels import elementwise as KE
+    from tinyattn.fast import elementwise as KE
     from tinyattn.ops.elementwise import ScalarOp
     from tinyattn.ops.layout import Permute
     from tinyattn.ops.reduce import Sum

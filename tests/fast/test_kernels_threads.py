@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from tinyattn.kernels import threads
+from tinyattn.fast import threads
 
 
 @pytest.fixture
@@ -137,7 +137,7 @@ def _child(code, **env):
 
 
 def test_spinning_can_be_turned_off_and_is_validated():
-    code = ("from tinyattn.kernels import threads; threads.set_num_threads(2); out = [];"
+    code = ("from tinyattn.fast import threads; threads.set_num_threads(2); out = [];"
             "[threads.parallel_for(lambda a, b: out.append((a, b)), 4) for _ in range(50)];"
             "print(threads._SPINNING, len(out))")
     r = _child(code, TINYATTN_SPIN_US="0")
@@ -157,7 +157,7 @@ def test_idle_workers_do_not_burn_a_core(two_threads):
 
 def test_workers_keep_no_reference_to_a_finished_job(two_threads):
     """A job's closure refers to the op's buffers; once parallel_for returns, nothing of it may
-    stay alive in a worker, or tinyattn/_recycle.py could never hand those buffers out again."""
+    stay alive in a worker, or tinyattn/fast/recycle.py could never hand those buffers out again."""
     import gc
     import weakref
 
@@ -216,7 +216,7 @@ def test_a_buffer_written_down_as_a_number_is_the_same_buffer(typecode):
 
     import numba
 
-    from tinyattn.kernels.buffers import address, buffer_at
+    from tinyattn.fast.buffers import address, buffer_at
 
     dtype = numba.float32 if typecode == "f" else numba.float64
 

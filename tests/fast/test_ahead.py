@@ -16,9 +16,9 @@ from pathlib import Path
 import numba
 import pytest
 
-from tinyattn.kernels import ahead
+from tinyattn.fast import ahead
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 jit_only = pytest.mark.skipif(numba.config.DISABLE_JIT, reason="nothing compiles without the JIT")
 two_cpus = pytest.mark.skipif(ahead._cpus() < 2, reason="the helper runs only with two CPUs")
 
@@ -58,7 +58,7 @@ def compile(self, sig):
             asked.append(entry)
 Dispatcher.compile = compile
 def report():
-    from tinyattn.kernels import ahead
+    from tinyattn.fast import ahead
     name = lambda d, sig: f"{d.py_func.__module__}.{d.py_func.__name__}{tuple(map(str, sig))}"
     print(json.dumps({"asked": [name(d, s) for d, s in asked],
                       "listed": [name(t.fn, t.signature(k)) for t, k in ahead.tables()]}))
@@ -88,7 +88,7 @@ def test_the_list_is_what_the_start_up_step_compiles_in_that_order():
 _WAIT_FOR_HELPER = r'''
 import json
 from numba.core import event
-from tinyattn.kernels import ahead
+from tinyattn.fast import ahead
 helper = ahead.start()
 code = helper.wait(timeout=600)
 compiled = []
@@ -128,7 +128,7 @@ def test_the_helper_does_not_outlive_its_parent(tmp_path, how):
     # stopped the helper before this test had looked at it, and the check below failed when the
     # test process was slow to run (CI, 2026-11-26).
     code = ("import sys, time, tinyattn as ta\n"
-            "from tinyattn.kernels import ahead\n"
+            "from tinyattn.fast import ahead\n"
             "ta.randn(3)\n"                            # a first compile: the helper starts
             "print(ahead._helper.pid, flush=True)\n"
             "sys.stdin.readline()\n"
@@ -150,7 +150,7 @@ def test_the_helper_does_not_outlive_its_parent(tmp_path, how):
 
 
 def test_no_helper_when_turned_off():
-    code = "from tinyattn.kernels import ahead; print(ahead.start())"
+    code = "from tinyattn.fast import ahead; print(ahead.start())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=_env(TINYATTN_COMPILE_AHEAD="0"), cwd=ROOT, timeout=120)
     assert out.stdout.strip() == "None", out.stderr[-2000:]
@@ -159,7 +159,7 @@ def test_no_helper_when_turned_off():
 _SAVE_AFTER_A_LINE = r'''
 import sys
 import tinyattn as ta
-from tinyattn.kernels import random
+from tinyattn.fast import random
 print(random.normal._cache._impl.locator.get_cache_path(), flush=True)
 sys.stdin.readline()
 ta.randn(3)                # compiles random._hash32 and saves it in the cache

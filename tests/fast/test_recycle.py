@@ -11,7 +11,7 @@ import weakref
 import pytest
 
 import tinyattn as ta
-from tinyattn import _recycle
+from tinyattn.fast import recycle as _recycle
 
 N = 128  # a 128 x 128 float32 output is 64 KiB, the smallest size the pool takes
 
@@ -155,7 +155,7 @@ def test_two_threads_never_share_a_buffer(on):
 
 @pytest.mark.parametrize("mode, expected", [("0", "0.0 False"), ("poison", "nan True")])
 def test_modes(mode, expected):
-    code = ("from tinyattn import _recycle, tensor; import tinyattn as ta; "
+    code = ("from tinyattn.fast import recycle as _recycle; from tinyattn import tensor; import tinyattn as ta; "
             "b = _recycle.take(ta.zeros(1)._data, 4); "
             "print(b[0], _recycle.held_bytes() > 0)")
     env = dict(os.environ, TINYATTN_RECYCLE=mode)

@@ -17,7 +17,7 @@ def test_int_sums_compiled():
 
 def test_int_sums_interpreted():
     env = dict(os.environ, NUMBA_DISABLE_JIT="1")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     out = subprocess.run([sys.executable, "-c", CODE], env=env, capture_output=True, text=True,
                          timeout=120)

@@ -13,10 +13,10 @@ import pytest
 
 import tinyattn as ta
 from helpers import assert_close
-from tinyattn.kernels import exp as KX
-from tinyattn.kernels import softmax as KS
-from tinyattn.kernels import threads
-from tinyattn.kernels.jit import kernel
+from tinyattn.fast import exp as KX
+from tinyattn.fast import softmax as KS
+from tinyattn.fast import threads
+from tinyattn.fast.jit import kernel
 
 JIT = not numba.config.DISABLE_JIT
 
@@ -86,7 +86,7 @@ def test_softmax_row_blocks_threaded_match_general_kernel(log):
     # Big enough for the two-thread row split; the general (O, R, I) kernel with I > 1 computes
     # the same numbers from the transposed buffer.
     N, R = 300, 128
-    assert N * R >= ta.ops.softmax.PARALLEL_MIN
+    assert N * R >= KS.PARALLEL_MIN
     x = ta.randn(N, R, dtype=ta.float64, generator=ta.Generator(5), requires_grad=True) * 4
     x.retain_grad()
     g = ta.randn(N, R, dtype=ta.float64, generator=ta.Generator(6))
@@ -138,7 +138,7 @@ def test_softmax_rows_four_at_a_time(typecode, log, R):
     x = _buf(typecode, [v for row in rows for v in row])
     y = _buf(typecode, [7.0] * (N * R))
     n0, n1 = 1, 10                            # nine rows: groups 1-4 and 5-8, then row 9
-    KS.softmax_rows_forward(x, y, R, n0, n1, log, typecode == "f")
+    KS._rows_forward(x, y, R, n0, n1, log, typecode == "f")
     want = _softmax_rows_reference([list(x[n * R:(n + 1) * R]) for n in range(N)], log)
     for n in range(N):
         got = list(y[n * R:(n + 1) * R])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.jit_only
@@ -20,11 +20,11 @@ def test_editing_a_helper_file_drops_the_cache(tmp_path):
     env.pop("NUMBA_CACHE_DIR", None)
     run = [sys.executable, "-c", "import tinyattn as ta; print((ta.ones(3) * 2).exp().sum().item())"]
     first = subprocess.run(run, env=env, capture_output=True, text=True, check=True, cwd=tmp_path)
-    cache = copy / "kernels" / "__pycache__"
+    cache = copy / "fast" / "__pycache__"
     assert list(cache.glob("*.nbi")), ("kernels were not cached", first.stderr, sorted(p.name for p in cache.iterdir()))
     stamp = (cache / "tinyattn-kernels.sha256").read_text()
     # a no-op edit to a helper file that no kernel file of the test's ops lives in
-    with open(copy / "kernels" / "exp.py", "a") as f:
+    with open(copy / "fast" / "exp.py", "a") as f:
         f.write("\n# edited\n")
     again = subprocess.run(run, env=env, capture_output=True, text=True, check=True, cwd=tmp_path)
     assert again.stdout == first.stdout
@@ -63,7 +63,7 @@ def test_a_warm_start_loads_kernels_without_refreshing_numbas_registries(tmp_pat
 
 
 USER_KERNELS = '''
-from tinyattn.kernels.jit import kernel
+from tinyattn.fast.jit import kernel
 
 @kernel
 def string_hash(s):          # needs numba's hash secret, which a module numba imports lazily holds

@@ -452,7 +452,7 @@ print(out)
 
 def test_kernels_compiled_and_interpreted_agree_bitwise():
     env = dict(os.environ, NUMBA_DISABLE_JIT="1")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     interpreted = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True,
                                  text=True, check=True).stdout

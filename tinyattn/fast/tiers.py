@@ -53,24 +53,13 @@ def register(namespace, *, reference, fast):
 
 
 def active():
-    """The tier the ops call now: 'reference' or 'fast'."""
+    """The tier the combined kernel files are bound to now: 'reference' or 'fast'."""
     return _current
 
 
-class use:
-    """Run the library on `tier` ('reference' or 'fast'): from now on, or, used as a context
-    manager, inside the `with` block only."""
-
-    def __init__(self, tier):
-        global _current
-        self.previous = _current
-        _current = _checked(tier, "kernels.use")
-        for namespace, tiers in _registered:
-            namespace.update(tiers[_current])
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        use(self.previous)
-        return False
+def _use(tier):
+    """Re-bind every combined kernel file's interface to `tier` (tinyattn/backend.py calls this)."""
+    global _current
+    _current = _checked(tier, "backend.use")
+    for namespace, tiers in _registered:
+        namespace.update(tiers[_current])

@@ -5,6 +5,7 @@ hypothesis shapes and memory layouts (contiguous, transposed, strided, offset vi
 the outputs and input gradients. A spy on the tier tables checks that the cases between them call
 every kernel whose two tiers differ, so a fast kernel added without an agreement test fails here.
 Runs compiled and with NUMBA_DISABLE_JIT=1."""
+import importlib
 import os
 import subprocess
 import sys
@@ -15,7 +16,8 @@ from hypothesis import given, settings, strategies as st
 import tinyattn as ta
 import tinyattn.nn.functional as F
 from helpers import assert_close, broadcastable_pair, layouts, make_tensor, seeds, shapes
-from tinyattn.kernels import tiers
+from tinyattn import backend
+from tinyattn.fast import tiers
 from tinyattn.ops.attention import additive_score, attention_context
 
 FEW = settings(max_examples=12, deadline=None)
@@ -24,8 +26,8 @@ FEW = settings(max_examples=12, deadline=None)
 def _both_tiers(fn, *inputs):
     """(outputs, grads) of fn(*inputs) on each tier; the backward seeds with a fixed cotangent."""
     results = {}
-    for tier in tiers.TIERS:
-        with tiers.use(tier):
+    for tier in backend.BACKENDS:
+        with backend.use(tier):
             xs = [x.detach().requires_grad_(x.dtype.is_floating_point) for x in inputs]
             out = fn(*xs)
             outs = out if isinstance(out, tuple) else (out,)
@@ -77,13 +79,28 @@ class _Spy:
         return self.target(*args)
 
 
+def _modules(family):
+    """{backend: module} of a family in the two-package layout."""
+    return {"reference": importlib.import_module(f"tinyattn.kernels.{family}"),
+            "fast": importlib.import_module(f"tinyattn.fast.{family}")}
+
+
+def _split_families():
+    return [f for f in backend.FAST if f not in backend._COMBINED]
+
+
 def _differing():
     """{(module, name, tier)} for every kernel whose reference and fast versions differ."""
     out = set()
     for namespace, table in tiers._registered:
         for name in table["fast"]:
             if table["fast"][name] is not table["reference"][name]:
-                out |= {(namespace["__name__"], name, t) for t in tiers.TIERS}
+                out |= {(namespace["__name__"], name, t) for t in backend.BACKENDS}
+    for family in _split_families():
+        mods = _modules(family)
+        for name in mods["reference"].__all__:
+            if getattr(mods["fast"], name) is not getattr(mods["reference"], name):
+                out |= {(f"tinyattn.kernels.{family}", name, t) for t in backend.BACKENDS}
     return out
 
 
@@ -91,16 +108,22 @@ def _differing():
 def spy_on_kernels():
     saved = []
     for namespace, table in tiers._registered:
-        for tier in tiers.TIERS:
+        for tier in backend.BACKENDS:
             for name, fn in list(table[tier].items()):
                 if table["fast"][name] is not table["reference"][name]:
                     saved.append((table[tier], name, fn))
                     table[tier][name] = _Spy((namespace["__name__"], name, tier), fn)
-    tiers.use(tiers.active())          # re-bind the module names to the spies
+    for family in _split_families():
+        for tier, module in _modules(family).items():
+            for name in module.__all__:
+                fn = getattr(module, name)
+                saved.append((module.__dict__, name, fn))
+                setattr(module, name, _Spy((f"tinyattn.kernels.{family}", name, tier), fn))
+    backend.use(backend.active())          # re-bind the module names to the spies
     yield
     for table, name, fn in saved:
         table[name] = fn
-    tiers.use(tiers.active())
+    backend.use(backend.active())
 
 
 # ---------------------------------------------------------------------------- elementwise
@@ -124,7 +147,7 @@ def test_unary(name, shape, layout, seed, dtype):
 
 
 def test_every_unary_op_code_is_covered():
-    from tinyattn.kernels import elementwise as KE
+    from tinyattn.fast import elementwise as KE
     codes = {KE.NEG, KE.ABS, KE.EXP, KE.LOG, KE.SQRT, KE.TANH, KE.SIGMOID, KE.RELU, KE.GELU,
              KE.GELU_TANH, KE.CLAMP, KE.POW, KE.SIN, KE.COS}
     assert len(codes) == len(UNARY)
@@ -367,22 +390,21 @@ def test_every_differing_kernel_was_compared(request):
 
 
 def test_use_switches_and_restores():
-    from tinyattn.kernels import softmax as KS
-    before = tiers.active()
-    with tiers.use("reference"):
-        assert tiers.active() == "reference"
-        ref = KS.FORWARD
-    with tiers.use("fast"):
-        assert tiers.active() == "fast"
-        assert KS.FORWARD is not ref
-    assert tiers.active() == before
-    assert ta.kernels.use is tiers.use and ta.kernels.active is tiers.active
+    before = backend.active()
+    with backend.use("reference"):
+        assert backend.active() == "reference"
+        assert backend.softmax.__name__ == "tinyattn.kernels.softmax"
+    with backend.use("fast"):
+        assert backend.active() == "fast"
+        assert backend.softmax.__name__ == "tinyattn.fast.softmax"
+    assert backend.active() == before
+    assert ta.backend.use is backend.use and ta.backend.active is backend.active
 
 
 def test_use_rejects_unknown_tier():
-    with pytest.raises(ValueError, match="kernels.use.*'quick'"):
-        tiers.use("quick")
-    assert tiers.active() in tiers.TIERS
+    with pytest.raises(ValueError, match="backend.use.*'quick'"):
+        backend.use("quick")
+    assert backend.active() in backend.BACKENDS
 
 
 def _python(code, **env):
@@ -391,8 +413,8 @@ def _python(code, **env):
 
 
 def test_environment_variable_selects_the_tier():
-    code = ("import tinyattn as ta; from tinyattn.kernels import matmul as KM;"
-            "print(ta.kernels.active(), KM.bmm.__name__ if hasattr(KM.bmm, '__name__') "
+    code = ("import tinyattn as ta; from tinyattn.fast import matmul as KM;"
+            "print(ta.backend.active(), KM.bmm.__name__ if hasattr(KM.bmm, '__name__') "
             "else KM.bmm.py_func.__name__)")
     r = _python(code, TINYATTN_KERNELS="reference")
     assert r.returncode == 0, r.stderr
