@@ -1,4 +1,4 @@
-"""The cost of handing work to the second core: kernels/threads.py's parallel_for.
+"""The cost of handing work to the second core: tinyattn/fast/threads.py's parallel_for.
 
     python benchmarks/threads.py
 
@@ -12,7 +12,7 @@ time.
 A second table times whole products `a @ b` of a training step's sizes the same way: on one
 thread, split in two with the worker's half handed over as a Python call, and split with it
 handed over as numbers that the worker's compiled spin loop runs without the GIL (the default,
-kernels/jobs.py). The three settings alternate in one child process.
+tinyattn/fast/jobs.py). The three settings alternate in one child process.
 """
 import json
 import os
@@ -66,7 +66,7 @@ MATMUL_CHILD = r"""
 import json, sys, time
 sys.path.insert(0, ROOT)
 import tinyattn as ta
-from tinyattn.fast import jobs, matmul, threads
+from tinyattn.fast import matmul, threads
 
 matmul.PARALLEL_MIN_WORK = 0        # split every product: what a split costs and saves
 out = {}
@@ -78,9 +78,7 @@ for name, (nb, M, N, K, a_t, b_t) in SHAPES:
         for setting in ("one thread", "Python call", "compiled"):
             threads.set_num_threads(1 if setting == "one thread" else 2)
             threads._get_workers()
-            threads._kinds.clear()
-            if setting == "compiled":
-                threads._kinds.update(jobs.KINDS)
+            threads._jobs_as_numbers = setting == "compiled"
             for _ in range(50):
                 a @ b
             ts = []

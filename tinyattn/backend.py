@@ -22,10 +22,16 @@ so switching backends re-binds what every op calls::
 Under the reference backend the fast package is never imported. Families that the fast backend
 does not write again (`FAST` does not name them) run the reference loops on both backends.
 
+The number of threads (``tinyattn.set_num_threads``, PyTorch's name) is kept here too: the
+reference kernels run on the calling thread, the fast ones split their work over a pool of
+threads (fast/threads.py), which is given the count when the fast backend is bound and whenever
+it changes.
+
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 import importlib
 import os
+import sys
 
 BACKENDS = ("reference", "fast")
 
@@ -38,8 +44,8 @@ FAST = ("attention", "conv", "elementwise", "flash", "matmul", "norm", "rnn", "s
 
 # Families still in the combined layout (one file in fast/ holding both tiers, switched by
 # fast/tiers.py). Emptied family by family as each moves to kernels/ + fast/.
-_COMBINED = ("attention", "conv", "elementwise", "flash", "index", "loss", "matmul", "norm",
-             "optim", "random", "reduce", "rnn", "scatter", "sort")
+_COMBINED = ("attention", "elementwise", "flash", "index", "loss", "norm", "optim", "random",
+             "reduce", "scatter", "sort")
 
 _active = None
 
@@ -62,6 +68,50 @@ def _bind(name):
         globals()[family] = module
     if _COMBINED:
         importlib.import_module("tinyattn.fast.tiers")._use(name)
+    if name == "fast":
+        _give_the_pool(num_threads())
+
+
+# ---------------------------------------------------------------------------- threads
+
+_POOL = "tinyattn.fast.threads"
+# By default every CPU, but at most the 8 the fast backend's pool holds; more than that would
+# need a finer split than its one block per thread to stay balanced.
+_DEFAULT_MAX_THREADS = 8
+_num_threads = None     # set_num_threads' count; None: the default
+
+
+def _default_num_threads():
+    env = os.environ.get("TINYATTN_NUM_THREADS", "").strip()
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            raise ValueError(f"TINYATTN_NUM_THREADS must be a positive integer, got {env!r}") from None
+    return max(1, min(os.cpu_count() or 1, _DEFAULT_MAX_THREADS))
+
+
+def num_threads():
+    """How many threads the fast kernels use, the calling thread included: what
+    `set_num_threads` was given, else the CPU count (at most 8) or ``TINYATTN_NUM_THREADS``.
+    (The reference kernels run on the calling thread alone.)"""
+    return _num_threads if _num_threads is not None else _default_num_threads()
+
+
+def set_num_threads(n):
+    """Use `n` threads (an int >= 1) from now on; None goes back to the default.
+    tinyattn.set_num_threads checks the argument as PyTorch does and calls this."""
+    global _num_threads
+    _num_threads = n
+    _give_the_pool(num_threads())
+
+
+def _give_the_pool(n):
+    # Looked up, not imported: on the reference backend the fast package is never loaded, and
+    # then there is no pool to tell (it is told when the fast backend is bound).
+    pool = sys.modules.get(_POOL)
+    if pool is not None and pool.num_threads() != min(n, pool.MAX_THREADS):
+        pool.set_num_threads(n)
 
 
 def active():

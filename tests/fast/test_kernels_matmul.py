@@ -1,8 +1,8 @@
-"""Tests of tinyattn.kernels.matmul.bmm.
+"""The matmul kernels of both backends: tinyattn/fast/matmul.py and tinyattn/kernels/matmul.py.
 
 Oracles: a pure-Python triple loop written here (exact enough: Python floats are float64) and the
-module's ``bmm_reference``; never numbers produced by ``bmm`` itself. Runs compiled and, with
-``NUMBA_DISABLE_JIT=1``, interpreted; the interpreted run uses smaller sizes.
+reference backend's ``bmm``; never numbers produced by the fast ``bmm`` itself. Runs compiled and,
+with ``NUMBA_DISABLE_JIT=1``, interpreted; the interpreted run uses smaller sizes.
 """
 
 import array
@@ -15,8 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tinyattn.fast import matmul, simd, threads
+from tinyattn.fast import jobs, matmul, simd, threads
 from tinyattn.fast.buffers import as_array, load
+from tinyattn.kernels import matmul as reference
 
 JIT = not numba.config.DISABLE_JIT
 # Interpreted, every multiply-add is a few Python bytecodes: keep the shapes small there.
@@ -104,7 +105,7 @@ def assert_close(got, want, scale, typecode, K, what):
 def check_bmm(typecode, nb0, nb1, M, N, K, A, B):
     want, scale = naive_bmm(A, B, nb0, nb1, M, N, K)
     size = nb0 * nb1 * M * N
-    for name, kernel in (("bmm_fast", matmul.bmm_fast), ("bmm_reference", matmul.bmm_reference)):
+    for name, kernel in (("fast bmm", matmul.bmm), ("reference bmm", reference.bmm)):
         out = fresh_out(typecode, size)
         run(kernel, A, B, out, nb0, nb1, M, N, K)
         assert list(out[size:]) == [SENTINEL] * EXTRA, f"{name} wrote past the end of out"
@@ -181,17 +182,17 @@ def test_bmm_paths(typecode, nb0, nb1, M, N, K, b_t):
 @pytest.mark.parametrize("M,N,K,b_t", [
     (4, 4, 4, False), (1, 37, 19, True), (MR, NR, 5, False), (2 * MR + 3, 2 * NR + 5, 7, True),
     (3, 5, 0, False), (0, 5, 3, False), (5, 0, 3, False), (9, 3, KC + 9, False),
-    (130, 2 * NR + 7, 260, True)])   # the last: enough work for bmm_fast's threads
+    (130, 2 * NR + 7, 260, True)])   # the last: enough work for the fast bmm's threads
 def test_mm_one_matrix(typecode, M, N, K, b_t):
-    """mm, bmm of one matrix with six arguments fewer, in both tiers: small products go straight
-    to the compiled kernels, large ones through bmm_fast."""
+    """mm, bmm of one matrix with six arguments fewer, on both backends: small products go
+    straight to the compiled kernels, large ones through the fast bmm."""
     if not JIT and M * N * K > 10 ** 4:
         pytest.skip("large: compiled mode only")
     rng = random.Random(M * 1000 + N)
     A = Operand(typecode, 1, 1, M, K, rng, offset=2)
     B = Operand(typecode, 1, 1, K, N, rng, transposed=b_t, offset=1)
     want, scale = naive_bmm(A, B, 1, 1, M, N, K)
-    for name, kernel in (("mm_fast", matmul.mm_fast), ("mm_reference", matmul.mm_reference)):
+    for name, kernel in (("fast mm", matmul.mm), ("reference mm", reference.mm)):
         out = fresh_out(typecode, M * N)
         kernel(A.buf, A.off, A.s_r, A.s_c, B.buf, B.off, B.s_r, B.s_c, out, M, N, K)
         assert list(out[M * N:]) == [SENTINEL] * EXTRA, f"{name} wrote past the end of out"
@@ -208,7 +209,7 @@ def test_mm_one_matrix(typecode, M, N, K, b_t):
     ((0, 4, 3, False), (4, 3, 5, False))])              # an empty one
 def test_mm_pair(monkeypatch, typecode, threads_n, first, second):
     """mm_pair: two independent products, each whole on its own core where they are about as
-    big (the worker's as a compiled job), else one after the other; both tiers, against the
+    big (the worker's as a compiled job), else one after the other; both backends, against the
     triple loop in Python, with a sentinel after each output."""
     monkeypatch.setattr(matmul, "PARALLEL_MIN_WORK", 0)
     old = threads.num_threads()
@@ -226,8 +227,8 @@ def test_mm_pair(monkeypatch, typecode, threads_n, first, second):
             A = Operand(typecode, 1, 1, M, K, rng, offset=2, transposed=not b_t)
             B = Operand(typecode, 1, 1, K, N, rng, transposed=b_t, offset=1)
             products.append((A, B, M, N, K) + naive_bmm(A, B, 1, 1, M, N, K))
-        for name, kernel in (("mm_pair_fast", matmul.mm_pair_fast),
-                             ("mm_pair_reference", matmul.mm_pair_reference)):
+        for name, kernel in (("fast mm_pair", matmul.mm_pair),
+                             ("reference mm_pair", reference.mm_pair)):
             outs, args = [], []
             for A, B, M, N, K, _, _ in products:
                 outs.append(fresh_out(typecode, M * N))
@@ -248,7 +249,7 @@ def test_k_zero_overwrites_garbage():
     A = Operand("f", 1, 1, 3, 0, random.Random(0))
     B = Operand("f", 1, 1, 0, 4, random.Random(0))
     out = fresh_out("f", 12)
-    run(matmul.bmm_fast, A, B, out, 1, 1, 3, 4, 0)
+    run(matmul.bmm, A, B, out, 1, 1, 3, 4, 0)
     assert list(out) == [0.0] * 12 + [SENTINEL] * EXTRA
 
 
@@ -269,7 +270,7 @@ def _keep_the_worker_spinning(monkeypatch):
 def test_threaded_split(monkeypatch, nbatch, b_t, by, K, typecode):
     """Force the threaded path on small shapes: split by half matrices (odd batches; halves by
     rows or by columns, the second of which ends in a narrow strip here), by whole matrices (even
-    or long batches). Compiled, the worker's block runs from its job words (kernels/jobs.py): the
+    or long batches). Compiled, the worker's block runs from its job words (fast/jobs.py): the
     worker thread never calls the kernel through Python."""
     monkeypatch.setattr(matmul, "PARALLEL_MIN_WORK", 0)
     monkeypatch.setattr(matmul, "SPLIT_COLUMNS_MIN", 1 if by == "columns" else 10 ** 9)
@@ -294,7 +295,7 @@ def test_threaded_split(monkeypatch, nbatch, b_t, by, K, typecode):
         if threads._SPINNING:   # (interpreted, workers call their blocks: nothing spins)
             assert callers == {threading.get_ident()}
             w = threads._workers[0]
-            assert threads._jobs[w._at] == threads._kinds[matmul._RUN_BLOCKS[typecode]]
+            assert threads._jobs[w._at] == jobs.entry(matmul._KIND[typecode])
     finally:
         threads.set_num_threads(old)
 
@@ -334,8 +335,8 @@ def test_large_against_reference(b_t):
     assert M * N * K >= matmul.PARALLEL_MIN_WORK
     got = fresh_out("f", M * N)
     ref = fresh_out("f", M * N)
-    run(matmul.bmm_fast, A, B, got, 1, 1, M, N, K)
-    run(matmul.bmm_reference, A, B, ref, 1, 1, M, N, K)
+    run(matmul.bmm, A, B, got, 1, 1, M, N, K)
+    run(reference.bmm, A, B, ref, 1, 1, M, N, K)
     assert list(got[M * N:]) == [SENTINEL] * EXTRA
     u = UNIT_ROUNDOFF["f"]
     worst = max(abs(g - r) for g, r in zip(got[:M * N], ref[:M * N]))
@@ -353,7 +354,7 @@ def test_large_against_reference(b_t):
 
 @numba.njit
 def _call_micro_vector(a, a_pos, a_rs, a_ps, b, b_pos, b_ss, b_ps, kc, c, c_pos, c_rs, wide, acc):
-    matmul._micro_vector(as_array(a), a_pos, a_rs, a_ps, as_array(b), b_pos, b_ss, b_ps, kc,
+    matmul.micro_kernel(as_array(a), a_pos, a_rs, a_ps, as_array(b), b_pos, b_ss, b_ps, kc,
                          as_array(c), c_pos, c_rs, wide, acc)
 
 
@@ -522,7 +523,7 @@ def test_matches_torch_attention_views(typecode):
     out = fresh_out(typecode, Bn * H * T * T)
     # element (b, h, t, e) of the (B, H, T, d) view of a (B, T, H, d) buffer
     sb0, sb1, st_, se = T * H * d, d, H * d, 1
-    matmul.bmm_fast(qb, 0, sb0, sb1, st_, se,          # Q: (B, H, T, d)
+    matmul.bmm(qb, 0, sb0, sb1, st_, se,               # Q: (B, H, T, d)
                kb, 0, sb0, sb1, se, st_,          # K^T: (B, H, d, T), a transposed view
                out, Bn, H, T, T, d)
     dtype = torch.float32 if typecode == "f" else torch.float64
@@ -539,7 +540,7 @@ def test_matches_torch_matmul(M, N, K):
     A = Operand("f", 1, 1, M, K, rng)
     B = Operand("f", 1, 1, K, N, rng)
     out = fresh_out("f", M * N)
-    run(matmul.bmm_fast, A, B, out, 1, 1, M, N, K)
+    run(matmul.bmm, A, B, out, 1, 1, M, N, K)
     ta = torch.tensor(list(A.buf), dtype=torch.float32).reshape(M, K)
     tb = torch.tensor(list(B.buf), dtype=torch.float32).reshape(K, N)
     want = (ta @ tb).reshape(-1).tolist()

@@ -1,10 +1,15 @@
-"""Tests of the shared thread pool helper tinyattn.kernels.threads."""
+"""The fast backend's thread pool (tinyattn/fast/threads.py, fast/jobs.py) and the thread count
+that tinyattn.set_num_threads gives it (tinyattn/backend.py)."""
 
 import threading
+from array import array
 
+import numba
 import pytest
 
-from tinyattn.fast import threads
+from tinyattn.fast import jobs, threads
+from tinyattn.fast.buffers import buffer_at
+from tinyattn.fast.jit import kernel
 
 
 @pytest.fixture
@@ -53,18 +58,22 @@ def test_parallel_for_reraises(two_threads):
         threads.parallel_for(fn, 10)
 
 
-def test_env_var_sets_thread_count(monkeypatch):
-    old = threads.num_threads()
+def test_env_var_sets_the_default_thread_count(monkeypatch):
+    from tinyattn import backend
+    old = backend._num_threads
     monkeypatch.setenv("TINYATTN_NUM_THREADS", "1")
-    threads.set_num_threads(None)
+    backend.set_num_threads(None)       # back to the default, which the variable sets
     try:
-        assert threads.num_threads() == 1
+        assert backend.num_threads() == 1 and threads.num_threads() == 1
         calls = []
         threads.parallel_for(lambda a, b: calls.append((a, b)), 10)
         assert calls == [(0, 10)]    # one thread: everything inline, in one block
+        monkeypatch.setenv("TINYATTN_NUM_THREADS", "two")
+        with pytest.raises(ValueError, match="TINYATTN_NUM_THREADS.*'two'"):
+            backend.num_threads()
     finally:
         monkeypatch.delenv("TINYATTN_NUM_THREADS")
-        threads.set_num_threads(old)
+        backend.set_num_threads(old)
 
 
 def test_nested_and_concurrent_parallel_for_finish(two_threads):
@@ -178,7 +187,8 @@ def test_workers_keep_no_reference_to_a_finished_job(two_threads):
 
 def test_torch_names_set_and_get_the_thread_count():
     import tinyattn as ta
-    old = threads.num_threads()
+    from tinyattn import backend
+    old = backend._num_threads
     try:
         ta.set_num_threads(1)
         assert ta.get_num_threads() == 1
@@ -191,7 +201,77 @@ def test_torch_names_set_and_get_the_thread_count():
         threads.parallel_for(lambda a, b: names.add(threading.current_thread().name), 10)
         assert len(names) == 2
     finally:
-        threads.set_num_threads(old)
+        backend.set_num_threads(old)
+
+
+def test_more_threads_than_the_pool_holds_run_as_many_as_it_holds():
+    import tinyattn as ta
+    from tinyattn import backend
+    old = backend._num_threads
+    try:
+        ta.set_num_threads(3 * threads.MAX_THREADS)
+        assert ta.get_num_threads() == 3 * threads.MAX_THREADS      # what was asked, as PyTorch
+        assert threads.num_threads() == threads.MAX_THREADS
+        seen = []
+        threads.parallel_for(lambda a, b: seen.extend(range(a, b)), 100)
+        assert sorted(seen) == list(range(100))
+    finally:
+        backend.set_num_threads(old)
+
+
+def test_the_reference_backend_keeps_the_count_for_the_fast_one():
+    """The reference kernels run on the calling thread; the count set meanwhile is kept (by
+    tinyattn/backend.py, which never imports the pool for it) and is the fast backend's when it
+    is bound."""
+    code = ("import tinyattn as ta\n"
+            "ta.set_num_threads(3)\n"
+            "print(ta.get_num_threads())\n"
+            "ta.backend.use('fast')\n"
+            "from tinyattn.fast import threads\n"
+            "print(ta.get_num_threads(), threads.num_threads())")
+    r = _child(code, TINYATTN_KERNELS="reference")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["3", "3", "3"]
+
+
+def test_the_pool_imports_none_of_its_clients():
+    """threads.py and jobs.py know the kernels they run only through the runners registered with
+    jobs.register: they import the pool's own helpers and nothing else of tinyattn."""
+    import ast
+    from pathlib import Path
+    here = Path(threads.__file__).parent
+    for name in ("threads.py", "jobs.py"):
+        imported = set()
+        for node in ast.walk(ast.parse((here / name).read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                imported |= {node.module} if node.module else {a.name for a in node.names}
+        assert imported <= {"jit", "buffers", "jobs"}, (name, imported)
+
+
+@kernel
+def _mark(words):
+    """A runner for the test below: out[w[2]] = 7, out's address in w[1] (w: the job's words)."""
+    w = buffer_at(words, 3, numba.int64)
+    out = buffer_at(w[1], 4, numba.int64)
+    out[w[2]] = 7
+
+
+def _post_mark(words, at, worker, start, stop, out_address):
+    words[at + 1] = out_address
+    words[at + 2] = start
+
+
+@pytest.mark.skipif(numba.config.DISABLE_JIT, reason="compiled jobs: compiled mode only")
+def test_a_registered_runner_runs_in_the_worker_without_python(two_threads, monkeypatch):
+    kind = jobs.register(_mark)
+    threads._get_workers()
+    monkeypatch.setattr(threads, "_spins", 1 << 60)     # the worker must be spinning, not asleep
+    threads.parallel_for(lambda a, b: None, 2)
+    out, python_blocks = array("q", [0] * 4), []
+    threads.parallel_for(lambda a, b: python_blocks.append((a, b)), 2,
+                         job=(kind, _post_mark, (out.buffer_info()[0],)))
+    assert python_blocks == [(0, 1)]                    # the caller's block: a Python call
+    assert list(out) == [0, 7, 0, 0]                    # the worker's: the runner, from numbers
 
 
 @pytest.mark.parametrize("bad,message", [(0, "a positive integer, got 0"),
@@ -211,7 +291,7 @@ def test_set_num_threads_refuses_what_pytorch_refuses(bad, message):
 @pytest.mark.parametrize("typecode", ["f", "d"])
 def test_a_buffer_written_down_as_a_number_is_the_same_buffer(typecode):
     """buffers.address and buffers.buffer_at, which carry a block's buffers to a worker in its
-    job words (kernels/jobs.py): the rebuilt buffer reads and writes the original's memory."""
+    job words (fast/jobs.py): the rebuilt buffer reads and writes the original's memory."""
     from array import array
 
     import numba

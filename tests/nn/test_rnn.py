@@ -244,17 +244,18 @@ def test_dropout_between_layers_only_in_training():
 @pytest.mark.parametrize("path", ["compiled", "stepwise"])
 def test_sequence_kernels_fast_against_reference(monkeypatch, typecode, B, reverse, with_lengths,
                                                  path):
-    """kernels/rnn.py's whole-sequence kernels: the compiled loop (the blocked product), or the
-    fast tier's loop of threaded products (steps big enough to split, forced here), against the
-    plain one (the reference product, then the same step kernels), forward and backward."""
+    """The whole-sequence kernels of the two backends: the fast one as one compiled call (the
+    blocked product), or as a loop of threaded products (steps big enough to split, forced
+    here), against kernels/rnn.py's loops, forward and backward."""
     import random
     from array import array
 
-    from tinyattn.fast import matmul as KM
-    from tinyattn.fast import rnn as KR
+    from tinyattn.fast import matmul as fast_matmul
+    from tinyattn.fast import rnn as fast
     from tinyattn.fast import threads
+    from tinyattn.kernels import rnn as reference
     if path == "stepwise":
-        monkeypatch.setattr(KM, "PARALLEL_MIN_WORK", 0)
+        monkeypatch.setattr(fast_matmul, "PARALLEL_MIN_WORK", 0)
         monkeypatch.setattr(threads, "num_threads", lambda: 2)
     rng = random.Random(B * 7 + reverse * 3 + with_lengths)
     T, H = 5, 6
@@ -264,21 +265,17 @@ def test_sequence_kernels_fast_against_reference(monkeypatch, typecode, B, rever
     gi, h0, w = buf(T * B * 3 * H), buf(B * H + 2), buf(3 * H * H, 0.5)
     bi, bh, g = buf(3 * H), buf(3 * H), buf(T * B * H)
     lens = array("q", [rng.randint(0, T) for _ in range(B)] if with_lengths else [0])
+    assert fast._split_steps(typecode, B, 6) == (path == "stepwise" and B >= fast_matmul.MR)
     results = []
-    fast = ((KR._SEQ_FORWARD[typecode], KR._SEQ_BACKWARD[typecode]) if path == "compiled" else
-            (KR.gru_sequence_forward_fast, KR.gru_sequence_backward_fast))
-    if path == "stepwise":
-        assert KR._split_steps(typecode, B, 6) == (B >= KM.MR)
-    for fwd, bwd in (fast, (KR.gru_sequence_forward_reference,
-                            KR.gru_sequence_backward_reference)):
+    for kernels in (fast, reference):
         hs, ws = buf(T * B * H), buf(T * B * 4 * H)     # (garbage in: every element written)
-        fwd(gi, h0, 2, w, bi, bh, lens, with_lengths, reverse, hs, ws, buf(B * 3 * H),
-            KM.scratch(typecode), T, B, H, typecode == "f")
+        kernels.gru_sequence_forward(gi, h0, 2, w, bi, bh, lens, with_lengths, reverse, hs, ws,
+                                     T, B, H)
         carry = array(typecode, [0.0] * (B * H))
         m = array(typecode, [0.0] * (B * H))
         dgi, dgh = buf(T * B * 3 * H), buf(T * B * 3 * H)
-        bwd(g, carry, m, h0, 2, hs, ws, w, lens, with_lengths, reverse, dgi, dgh,
-            KM.scratch(typecode), T, B, H)
+        kernels.gru_sequence_backward(g, carry, m, h0, 2, hs, ws, w, lens, with_lengths, reverse,
+                                      dgi, dgh, T, B, H)
         results.append([hs, ws, dgi, dgh, carry, m])
     tol = 1e-5 if typecode == "f" else 1e-12
     for name, got, want in zip(("hs", "ws", "dgi", "dgh", "carry", "m"), *results):

@@ -7,21 +7,20 @@ Per step p: one vector load of B's row p, and for each row i of the tile a broad
 and one fused multiply-add into that row's accumulator. The accumulators stay in registers for
 the whole run over p. How many rows run at once depends on the registers (simd.rows_per_pass):
 8 rows on AVX-512 (8 of its 32 registers), 4 rows twice on AVX2 (a row is 2 of its 16 registers),
-2 rows four times for float64 on AVX2. ``matmul._micro_loops`` is the same computation as plain
-loops (what runs with NUMBA_DISABLE_JIT=1).
+2 rows four times for float64 on AVX2. The body of ``micro_kernel`` below is the same computation
+as plain loops (what runs with NUMBA_DISABLE_JIT=1; ``matmul._micro_loops`` compiles it).
 
 A wide tile (float32 on AVX-512, simd.strips_per_tile) takes the row p of two strips of B
 (16 accumulators) and uses each broadcast of a[i, p] for both: 10 loads per 16 FMAs instead of 9
-per 8. With 8 x 16 the loads, not the FMAs, were the limit there: 76% of the FMA peak in L1,
-97% with 8 x 32 (one core of the AVX-512 Zen 5). Float64 and AVX2 already use each broadcast
-twice, since a 16-lane row is two registers there.
+per 8. With 8 x 16 the loads, not the FMAs, are the limit there; with 8 x 32 the tile comes close
+to the FMA peak (benchmarks/RESULTS.md, fast/simd.py: strips_per_tile). Float64 and AVX2
+already use each broadcast twice, since a 16-lane row is two registers there.
 
 When the tile adds to C (``accumulate``: the second and later KC-slices of K), C's rows are added
 after the run over p, not loaded before it, and the tile asks for them first of all
 (``simd.prefetch``). By then C's block was last touched a whole slice of K ago and is out of
-L2; loaded first, every accumulator chain waited for it; now the wait overlaps the run.
-(With matmul.py's narrower panel NC: fp32 1024^3 5-9% faster on the Zen 3, one and two
-threads, in both builds; 256^3 the same.)
+L2: loaded first, every accumulator chain would wait for it; added last, the wait overlaps the
+run (benchmarks/RESULTS.md, fast/_microkernel.py: accumulate).
 """
 from numba import njit
 from numba.extending import overload

@@ -60,6 +60,7 @@ STEP = (
     ("threads", "_spin_above", "q", "T i i i"),
     ("jobs", "serve", "q", "T i i i i i T i"),
     ("threads", "_publish", "q", "T i i"),
+    ("matmul", "_run_blocks_f", "q", "i"),
     ("elementwise", "ADD_ROW_VECTOR", "f"),
     ("softmax", "_ROWS_FORWARD", ("f", False)),
     ("random", "dropout_apply", "f", "T T i i i f f"),

@@ -17,7 +17,9 @@ vectorising loops over them. Two tools, each with a plain-Python twin that is wh
     ``arr[i] = value`` likewise, for the micro-kernel's writes of its tile.
 ``address(buf, i)``, ``buffer_at(addr, n, dtype)``
     Compiled only: a buffer written down as numbers and rebuilt from them, for the blocks that a
-    worker thread runs without the GIL (kernels/jobs.py).
+    worker thread runs without the GIL (jobs.py).
+
+And, in Python, ``scratch(name, typecode, n)``: a thread's working buffer, kept between calls.
 
 numba's ``cache=True`` does not notice when a function defined here changes: after editing this
 file, delete the ``__pycache__`` folders (or touch the kernels' files) so cached kernels recompile.
@@ -25,11 +27,29 @@ file, delete the ``__pycache__`` folders (or touch the kernels' files) so cached
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 
+import array
+import threading
+
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-__all__ = ["as_array", "load", "store"]
+__all__ = ["as_array", "load", "store", "scratch"]
+
+_local = threading.local()
+
+
+def scratch(name, typecode, n):
+    """This thread's working buffer `name` of `typecode`, at least `n` elements long: kept between
+    calls (and grown when a call needs more), so that a training step allocates none. It holds
+    whatever its last user left there. Each thread has its own, so that kernels running at once
+    on different threads never share one."""
+    buffers = _local.__dict__
+    buf = buffers.get((name, typecode))
+    if buf is None or len(buf) < n:
+        size = n * array.array(typecode).itemsize
+        buf = buffers[name, typecode] = array.array(typecode, bytes(size))
+    return buf
 
 
 def as_array(buf):
@@ -122,7 +142,7 @@ def _store_jit(arr, i, value):
 
 
 # --------------------------------------------------------------------------- a buffer as a number
-# A block of a kernel handed to a worker thread that runs it without the GIL (kernels/jobs.py) is
+# A block of a kernel handed to a worker thread that runs it without the GIL (jobs.py) is
 # written down as int64 words: each buffer as its address and length. Compiled only: interpreted,
 # workers run their blocks as Python calls and never see these words.
 

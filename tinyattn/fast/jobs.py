@@ -1,33 +1,130 @@
-"""The worker's spin loop, which runs compiled blocks itself: a hand-off without the GIL.
+"""The worker's side of the thread pool, compiled: its spin loop, and the jobs it runs without the GIL.
 
 threads.py hands a worker a block as a Python call, ``fn(start, stop)``. To make that call the
 worker must take the GIL, and the thread that holds it is the caller, busy starting its own
 block: the worker waits (and, if the wait is long, sleeps and is woken the slow way). It gives
 the GIL back when its kernel starts, takes it again when the kernel returns, and only then can
-it tell the caller that it is done. Measured on the Zen 5 (AMD EPYC), a (192x64)^T @ (64x160)
-product split in two, medians of 500 calls: the worker's half started 2.2 us after the caller's,
-and in some runs, for seconds at a time, the whole split took 33-44 us instead of 12.
+it tell the caller that it is done. A split meant to halve a kernel's time can then take longer
+than the whole kernel on one core (measured: benchmarks/RESULTS.md, fast/jobs.py: serve).
 
-A kernel listed in `KINDS` can be handed over as numbers instead: its caller writes the block's
-arguments into the worker's words of a shared int64 buffer (each buffer as its address and
-length, buffers.address), and the worker's spin loop, `serve`, compiled and without the GIL,
-sees the job, rebuilds the buffers from the numbers (buffers.buffer_at) and calls the kernel,
-then publishes that it is done, all without ever leaving machine code. The kernel is called
-through its own compiled code, so it is the same machine code that the Python path runs.
+A kernel can be handed over as numbers instead. Its file registers a *runner* (`register`): a
+compiled function of one int64, the address of a job's words, which reads the block's arguments
+from those words and calls the kernel. The caller writes the words into the worker's part of a
+shared int64 buffer (each buffer as its address and length, buffers.address). The worker's spin
+loop, `serve`, compiled and without the GIL, sees the job and calls the runner through the
+address of its machine code (the runner rebuilds the buffers from the numbers, buffers.buffer_at,
+and calls the kernel), then publishes that it is done, all without leaving machine code. The
+pool knows its clients only through the runners they registered.
 
-    jobs[at]            the kind: 0 a Python call (threads.py), else a key of KINDS
-    jobs[at + 1 ...]    the block's arguments, written by the kernel's `post` function
+    jobs[at]            0: a Python call (threads.py); else the address of a runner's machine code
+    jobs[at + 1 ...]    the block's arguments, written by the client's `post` function
+
+Also here, because both sides of the pool need them: the atomic load and store through which
+the caller and a worker see each other's counters, and the CPU's spin-wait hint.
 
 Compiled only: interpreted (``NUMBA_DISABLE_JIT=1``) nothing spins, and a worker runs every
-block as a Python call. Chapter 2 of the tour (docs/02-kernels.md) walks through it.
+block as a Python call. Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
-from . import matmul
+import platform
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from .buffers import address
 from .jit import kernel
-from .threads import _cpu_relax, _load_acquire, _store_release
 
-# runner -> kind: the kernels a worker runs from its words (runner(jobs, at) reads them)
-KINDS = {matmul._run_blocks_f: 1, matmul._run_blocks_d: 2}
+__all__ = ["register", "entry", "serve", "load_acquire", "store_release", "cpu_relax"]
 
+
+# --------------------------------------------------------------------------- atomics and the hint
+
+def _item_pointer(context, builder, sig, args):
+    ary = context.make_array(sig.args[0])(context, builder, args[0])
+    return cgutils.get_item_pointer(context, builder, sig.args[0], ary, [args[1]])
+
+
+@intrinsic
+def load_acquire(typingctx, buf, i):
+    """buf[i], read as an atomic load: a loop re-reads memory every turn (a plain load could be
+    hoisted out of it) and sees what the other core wrote before its release store."""
+    def codegen(context, builder, sig, args):
+        return builder.load_atomic(_item_pointer(context, builder, sig, args), "acquire", 8)
+    return types.int64(buf, i), codegen
+
+
+@intrinsic
+def store_release(typingctx, buf, i, value):
+    """buf[i] = value, as an atomic store that follows every write before it."""
+    def codegen(context, builder, sig, args):
+        builder.store_atomic(args[2], _item_pointer(context, builder, sig, args), "release", 8)
+        return context.get_dummy_value()
+    return types.void(buf, i, value), codegen
+
+
+_PAUSE = platform.machine().lower() in ("x86_64", "amd64")
+
+
+@intrinsic
+def cpu_relax(typingctx):
+    """The CPU's spin-wait hint (x86 `pause`): saves power and frees the core's shared resources
+    while spinning. Other CPUs spin without it."""
+    def codegen(context, builder, sig, args):
+        if _PAUSE:
+            fn = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse2.pause")
+            builder.call(fn, [])
+        return context.get_dummy_value()
+    return types.void(), codegen
+
+
+@intrinsic
+def _call_runner(typingctx, entry_address, words):
+    """runner(words) for the runner whose machine code starts at `entry_address` (see `entry`)."""
+    def codegen(context, builder, sig, args):
+        # the C entry point of a compiled function that returns nothing: (int64) -> none's type
+        fnty = ir.FunctionType(context.get_value_type(types.none), [ir.IntType(64)])
+        builder.call(builder.inttoptr(args[0], fnty.as_pointer()), [args[1]])
+        return context.get_dummy_value()
+    return types.void(types.int64, types.int64), codegen
+
+
+# --------------------------------------------------------------------------- the registry
+
+_runners = [None]       # kind -> the runner registered under it (kind 0: none, a Python call)
+_entries = [0]          # kind -> the address of its runner's machine code, 0 until first used
+_RUNNER_SIGNATURE = (types.int64,)
+
+
+def register(runner):
+    """Make `runner` a kind of job that a spinning worker runs itself, and return its kind (an
+    int > 0, what its clients pass to threads.parallel_for as ``job[0]``).
+
+    `runner` is a `jit.kernel` of one int64, the address of a job's words: ``jobs[at]`` there
+    is this kind's entry, ``jobs[at + 1 ...]`` what the client's `post` wrote. Nothing is
+    compiled here: `entry` compiles the runner when a job of its kind is first handed over."""
+    _runners.append(runner)
+    _entries.append(0)
+    return len(_runners) - 1
+
+
+def entry(kind):
+    """The address of the machine code of `kind`'s runner, compiled (or loaded from the disk
+    cache) on first use. numba gives every compiled function a C entry point beside its own (the
+    one ``numba.cfunc`` exposes), which a compiled caller can call through its address."""
+    address_ = _entries[kind]
+    if address_ == 0:
+        runner = _runners[kind]
+        runner.compile(_RUNNER_SIGNATURE)
+        compiled = runner.overloads[_RUNNER_SIGNATURE]
+        address_ = compiled.library.get_pointer_to_function(
+            compiled.fndesc.llvm_cfunc_wrapper_name)
+        _entries[kind] = address_
+    return address_
+
+
+# --------------------------------------------------------------------------- the spin loop
 
 @kernel
 def serve(flags, done_i, done, go_i, turns, handoff, jobs, at):
@@ -38,27 +135,24 @@ def serve(flags, done_i, done, go_i, turns, handoff, jobs, at):
     Returns the number of a Python job (after `handoff` more turns: time for the caller to drop
     the GIL), -1 if no job came in `turns` turns (the worker goes to sleep), or -2 after a
     compiled job if the caller sleeps (flags[done_i + 1] != 0: the worker wakes it)."""
-    _store_release(flags, done_i, done)
+    store_release(flags, done_i, done)
     seen = done
     while True:
         go = seen
         for _ in range(turns):
-            go = _load_acquire(flags, go_i)
+            go = load_acquire(flags, go_i)
             if go > seen:
                 break
-            _cpu_relax()
+            cpu_relax()
         if go <= seen:
             return -1
-        kind = jobs[at]
-        if kind == 1:
-            matmul._run_blocks_f(jobs, at)
-        elif kind == 2:
-            matmul._run_blocks_d(jobs, at)
-        else:
+        runner = jobs[at]
+        if runner == 0:
             for _ in range(handoff):
-                _cpu_relax()
+                cpu_relax()
             return go
+        _call_runner(runner, address(jobs, at))
         seen = go
-        _store_release(flags, done_i, seen)
-        if _load_acquire(flags, done_i + 1) != 0:
+        store_release(flags, done_i, seen)
+        if load_acquire(flags, done_i + 1) != 0:
             return -2

@@ -1,9 +1,8 @@
-"""Batched matrix multiply over flat ``array.array`` buffers.
+"""Batched matrix multiply, fast: kernels/matmul.py's three functions, blocked, vectorised, threaded.
 
 ``bmm`` computes ``out[i0, i1] = a[i0, i1] @ b[i0, i1]`` for strided views ``a`` (nb0, nb1, M, K) and
-``b`` (nb0, nb1, K, N). Two batch dimensions cover attention's (B, H, T, d) head-split views, and
-because every operand is described by an offset and element strides, transposed views
-(``K^T`` in ``Q @ K^T``) and broadcast operands (stride 0) need no copy by the caller.
+``b`` (nb0, nb1, K, N), laid out as kernels/matmul.py says: transposed views (``K^T``) and
+broadcast operands (stride 0) need no copy.
 
 How it is fast, from the inside out (the same plan as GotoBLAS/BLIS, in numba):
 
@@ -14,11 +13,11 @@ How it is fast, from the inside out (the same plan as GotoBLAS/BLIS, in numba):
    arithmetic, not memory, is the limit. Why 8 rows: an FMA takes 4 cycles and a core starts 2
    per cycle, so >= 8 independent accumulators keep it busy; why 16 columns: one 512-bit vector,
    and attention's head sizes (16, 32, 64) are multiples of it. The vectors are explicit
-   (``simd.py``'s 16-lane type, ``_microkernel.py``), so the code is vector code on every CPU; on
-   one with fewer registers (AVX2: 16 of 256 bits) the tile runs as 2 passes of 4 rows, so that
-   the accumulators never spill. Where 16 accumulators fit (float32 on AVX-512), a tile takes
-   two strips of B, 8 x 32, so that each broadcast of A feeds two FMAs (``simd.strips_per_tile``).
-   ``_micro_loops`` is the same computation as a readable loop.
+   (``simd.py``'s 16-lane type, ``_microkernel.py``), so the code is vector code on every CPU,
+   whatever LLVM's vectoriser would have made of scalar code; on one with fewer registers (AVX2:
+   16 of 256 bits) the tile runs as 2 passes of 4 rows, so that the accumulators never spill.
+   Where 16 accumulators fit (float32 on AVX-512), a tile takes two strips of B, 8 x 32, so that
+   each broadcast of A feeds two FMAs (``simd.strips_per_tile``).
 2. Cache blocks (``KC``, ``MC``, ``NC``). A 16-column strip of B, ``kc`` rows deep, is reused by every
    8-row strip of A, so it should sit in L1 while they stream past; all the strips of a ``KC x NC``
    panel should sit in L2. Splitting K into ``KC``-long pieces keeps those sizes bounded; the
@@ -32,22 +31,16 @@ How it is fast, from the inside out (the same plan as GotoBLAS/BLIS, in numba):
    Only edge strips (fewer than 8 rows or 16 columns) are packed, zero-padded, so that the
    micro-kernel always computes whole tiles; the valid part of an edge tile is copied out.
 4. Threads. Work is cut into units (a batch entry, or a block of its rows or of its columns)
-   which the cores share through ``threads.parallel_for``; each thread has its own scratch buffer.
+   which the cores share through ``threads.parallel_for``; each thread has its own scratch
+   buffer. A worker runs its units from numbers, without the GIL (jobs.py; the runners at the
+   end of this file). ``mm_pair`` runs a backward's two products one on each core.
 5. Fewer rows than a tile (M < 8, e.g. attention's context (B, 1, S) @ (B, S, C)): the tile would
    be mostly padding, so ``_bmm_few_rows`` computes each row on its own, reading B in whichever
    order is contiguous.
 
 Numerics: fp32 products are accumulated in fp32 in k order (with fused multiply-adds), as BLAS does;
-the error grows with K (roughly K * 2^-24 relative to sum |a||b|). ``bmm_reference`` accumulates in
-fp64 and is the oracle the tests use.
-
-Measured on a 2-core AMD EPYC Zen 5 with AVX-512 (fp32, GFLOP/s, 2026-11-26; PyTorch with 2
-threads alongside), with the wide tile: 512^3 474 vs 216, 256^3 408 vs 206, 128 x (32x16)@(16x32)
-230 vs 142; with 8 x 16 tiles 370, 328 and 153. Run ``benchmarks/run.py --only matmul``.
-Until the vectors were explicit, LLVM's SLP vectoriser was asked to find them in 128 scalar
-variables: it did for this AMD CPU with AVX-512 (~115 GFLOP/s for one core in the micro-kernel)
-and did not when compiling for Haswell (AVX2: 39 GFLOP/s, mostly scalar code). The explicit
-kernel measures ~115 and ~110 on the same core (float64: 58 and 39).
+the error grows with K (roughly K * 2^-24 relative to sum |a||b|); the reference ``bmm`` accumulates
+in fp64. Speed: ``benchmarks/run.py --only matmul``; figures per CPU: benchmarks/RESULTS.md.
 
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
@@ -59,78 +52,24 @@ import threading
 import numba
 from numba import njit
 
-from . import threads
+from . import jobs, threads
 from .buffers import address, as_array, buffer_at, load, store
 from .jit import by_typecode, cached, inline, kernel, vector_kernel
 from .simd import (l2_cache_bytes, strips_per_tile, transpose16, vector_isa, vload, vload_rows,
                    vstore, vstore_rows)
-from ._microkernel import MR, NR
-from ._microkernel import micro_kernel as _micro_vector
-from ._microkernel import tile_strips
-from .tiers import register
+from ._microkernel import MR, NR, micro_kernel, tile_strips
 
-__all__ = ["bmm", "bmm_fast", "bmm_reference", "mm", "mm_fast", "mm_reference", "mm_pair",
-           "mm_pair_fast", "mm_pair_reference",
-           "ensure_compiled"]
-
-
-# ---------------------------------------------------------------------------------------------
-# The reference kernel: the definition, used as the test oracle
-# ---------------------------------------------------------------------------------------------
-
-@cached(nogil=True)
-def bmm_reference(a, a_off, a_sb0, a_sb1, a_sm, a_sk,
-                  b, b_off, b_sb0, b_sb1, b_sk, b_sn,
-                  out, nb0, nb1, M, N, K):
-    """Same contract as :func:`bmm`, as the plain triple loop over strided buffers.
-
-    Element ``(i, p)`` of matrix ``(i0, i1)`` of ``a`` is ``a[a_off + i0*a_sb0 + i1*a_sb1 + i*a_sm +
-    p*a_sk]``, likewise for ``b``; ``out`` is contiguous. Sums are accumulated in float64 (also for
-    float32 buffers) and rounded once when stored, so this is the more accurate of the two kernels.
-    """
-    for i0 in range(nb0):
-        for i1 in range(nb1):
-            a_base = a_off + i0 * a_sb0 + i1 * a_sb1
-            b_base = b_off + i0 * b_sb0 + i1 * b_sb1
-            o_base = (i0 * nb1 + i1) * M * N
-            for i in range(M):
-                for j in range(N):
-                    s = 0.0
-                    for p in range(K):
-                        s += float(a[a_base + i * a_sm + p * a_sk]) * float(b[b_base + p * b_sk + j * b_sn])
-                    out[o_base + i * N + j] = s
-
-
-def mm_reference(a, a_off, a_sm, a_sk, b, b_off, b_sk, b_sn, out, M, N, K):
-    """Same contract as :func:`mm`: ``bmm_reference`` of one matrix."""
-    bmm_reference(a, a_off, 0, 0, a_sm, a_sk, b, b_off, 0, 0, b_sk, b_sn, out, 1, 1, M, N, K)
+__all__ = ["bmm", "mm", "mm_pair"]
 
 
 # ---------------------------------------------------------------------------------------------
 # The micro-kernel: one MR x NR tile of C
 # ---------------------------------------------------------------------------------------------
 
-@njit(nogil=True)
-def _micro_loops(a, a_pos, a_rs, a_ps, b, b_pos, b_ss, b_ps, kc, c, c_pos, c_rs, wide, accumulate):
-    """Plain-loop twin of the vector ``micro_kernel`` (same arguments, same result).
-
-    ``c[i, j] (+)= sum_p a[i, p] * b[p, j]`` for the MR x NR tile (MR x 2NR when ``wide``), where
-    ``a[i, p] = a[a_pos + i*a_rs + p*a_ps]``, ``c[i, j] = c[c_pos + i*c_rs + j]`` and B comes in
-    16-wide strips ``b_ss`` apart: ``b[p, s*NR + t] = b[b_pos + s*b_ss + p*b_ps + t]``.
-    Used when JIT is disabled; the vector version computes exactly this with the tile in registers.
-    """
-    for i in range(MR):
-        for j in range(2 * NR if wide else NR):
-            s = 0.0
-            for p in range(kc):
-                s += a[a_pos + i * a_rs + p * a_ps] * b[b_pos + j // NR * b_ss + p * b_ps + j % NR]
-            if accumulate:          # added last, as the vector version does (see _microkernel.py)
-                s += c[c_pos + i * c_rs + j]
-            c[c_pos + i * c_rs + j] = s
-
-
-# Interpreted, the loop twin is as fast as the vector code and far easier to step through.
-_micro = _micro_loops if numba.config.DISABLE_JIT else _micro_vector
+# The tile: micro_kernel is vector code for compiled callers (an overload) and plain loops when
+# interpreted, as fast there and far easier to step through. _micro_loops: its loops, compiled.
+_micro = micro_kernel
+_micro_loops = njit(nogil=True)(micro_kernel)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,7 +94,8 @@ def _pack_b_strip(b, b_pos, b_sk, b_sn, kc, cols, dst, d_pos):
     where B[p, j] = b[b_pos + p*b_sk + j*b_sn]. The micro-kernel then reads it with b_ps=NR."""
     if b_sn == 1 and cols == NR:
         # A full strip of a row-major B: one vector copy per row. (The loop below does not
-        # vectorise: LLVM cannot know that b_sn is 1. Packing 256 x 256 on the Zen 3: 36 -> 13 us.)
+        # vectorise: LLVM cannot know that b_sn is 1. Measured: benchmarks/RESULTS.md,
+        # fast/matmul.py: _pack_b_strip.)
         for p in range(kc):
             vstore(dst, d_pos + p * NR, vload(b, b_pos + p * b_sk))
         return
@@ -163,13 +103,12 @@ def _pack_b_strip(b, b_pos, b_sk, b_sn, kc, cols, dst, d_pos):
     if b_sk == 1 and cols == NR:
         # A full strip of a transposed B (K^T): its 16 columns are 16 contiguous runs of b.
         # Blocks of 16 x 16 are loaded as rows and stored as their columns (simd.transpose16),
-        # 0.7 cycles per element on the Zen 3 instead of 2 for the strided loads below.
+        # a third of the time per element of the strided loads below.
         start = kc - kc % 16
         for p0 in range(0, start, 16):
             vstore_rows(dst, d_pos + p0 * NR, NR, transpose16(vload_rows(b, b_pos + p0, b_sn)))
     # One output row (16 elements) at a time; for a transposed B the 16 loads are strided, which
-    # measured faster (43 vs 50 us for 128 x (32x16)@(16x32)) than walking down B's contiguous
-    # columns and scattering stores.
+    # measured faster than walking down B's contiguous columns and scattering stores.
     for p in range(start, kc):
         src = b_pos + p * b_sk
         for j in range(cols):
@@ -186,12 +125,11 @@ def _pack_b_strip(b, b_pos, b_sk, b_sn, kc, cols, dst, d_pos):
 # Block sizes, in elements. KC x NR of B (16 KiB in fp32 for KC=256) stays in L1 while the micro-
 # kernel runs down all the row strips of a block; the packed KC x NC panel of B stays in L2 beside
 # the MC x KC block of A and the tiles of C it meets, so NC is chosen from this machine's L2: the
-# panel fills a quarter of it in fp32 (at most 512 columns): NC = 256 with 1 MiB of L2 (the
-# AVX-512 EPYC), 128 with 512 KiB (the Zen 3). Measured on the Zen 3 (fp32, one process,
-# alternating): a panel of all of L2 was evicted by A and C (1024^3 12-21% slower than half of
-# it); a quarter of it is another 2-5% faster than half at 1024^3, the same at 256-512.
-# MC only bounds how many rows share one pass over that panel before we move to the next piece
-# of K. MC is a multiple of MR, NC of a wide tile's 2 * NR columns.
+# panel fills a quarter of it in fp32 (at most 512 columns): NC = 256 with 1 MiB of L2, 128 with
+# 512 KiB. A panel of all of L2 is evicted by A and C; a quarter of it was faster than half
+# (benchmarks/RESULTS.md, fast/matmul.py: NC). MC only bounds how many rows share one pass over
+# that panel before we move to the next piece of K. MC is a multiple of MR, NC of a wide tile's
+# 2 * NR columns.
 KC = 256
 MC = 128
 NC = max(4 * NR, min(512, l2_cache_bytes() // 4 // (KC * 4)) // (2 * NR) * (2 * NR))
@@ -377,8 +315,8 @@ _few_rows = by_typecode(_bmm_few_rows, "T i i i i i T i i i i i T i i i i i i")
 _compiled = {}          # typecode -> _bmm_blocked's machine code, once compiled (or loaded)
 _compile_lock = threading.Lock()
 
-# _bmm_blocked's machine code per typecode, called without numba's argument dispatch (its 21
-# arguments cost ~1 us to dispatch, as much as a small matmul): see jit.by_typecode.
+# _bmm_blocked's machine code per typecode, called without numba's argument dispatch (for its
+# 21 arguments that costs as much as a small matmul): see jit.by_typecode.
 _blocked = by_typecode(_bmm_blocked, "T i i i i i T i i i i i T i i i i i i i i T")
 
 
@@ -394,7 +332,7 @@ def ensure_compiled(typecode):
 
 
 # ---------------------------------------------------------------------------------------------
-# Scratch buffers and the public entry point
+# Scratch buffers, and when to use the threads
 # ---------------------------------------------------------------------------------------------
 
 _local = threading.local()
@@ -411,23 +349,17 @@ def _scratch(typecode):
         return buf
 
 
-# For ops whose kernels call the blocked product from compiled code (kernels/rnn.py's sequences)
-scratch = _scratch
-
-
 # Below this many multiply-adds (nb0*nb1*M*N*K) a float32 product on 512-bit vectors runs on
-# one thread: handing work to the spinning worker and collecting it costs a few us (threads.py).
-# Measured, one thread vs two (fp32, 2-core AMD EPYC Zen 3): 96^3 (0.9M) 20 vs 18 us, 128^3
-# (2.1M) 42 vs 32 us, 160^3 (4.1M) 79 vs 51 us, 128 x (32x16)@(16x32) (2.1M) 58 vs 44 us.
+# one thread: handing work to the spinning worker and collecting it costs a few microseconds
+# (threads.py), which a smaller product does not win back (benchmarks/RESULTS.md,
+# fast/matmul.py: PARALLEL_MIN_WORK).
 PARALLEL_MIN_WORK = 1 << 20
 
 # What makes a split pay is the time a product takes, and a core does one multiply-add per
 # vector lane per FMA: with half the lanes (float64, or 256-bit AVX2 vectors) the same time is
 # half the work. So the threshold is PARALLEL_MIN_WORK * _LANES[typecode] >> 4: 1M float32 and
-# 512K float64 multiply-adds on AVX-512, 512K and 256K on AVX2. Measured on the Zen 5 compiled for
-# Haswell (AVX2): the GRU seq2seq step of benchmarks/run.py with its products split from 512K
-# multiply-adds instead of 1M, 8.04 instead of 8.29 ms (medians of ten alternating rounds); its
-# (64x64) @ (64x192) (786K) took 13.0 us on two threads, 15.3 on one.
+# 512K float64 multiply-adds on AVX-512, 512K and 256K on AVX2 (benchmarks/RESULTS.md,
+# fast/matmul.py: _LANES).
 _LANES = {tc: vector_isa()[1] // (8 * array.array(tc).itemsize) for tc in "fd"}
 
 
@@ -435,27 +367,21 @@ def parallel_min_work(typecode):
     """The multiply-adds from which a product of this typecode is split over the threads."""
     return PARALLEL_MIN_WORK * _LANES[typecode] >> 4
 
+
 # A matrix shared by threads may be split by columns when each thread gets at least this many
 # of them (see _bmm_threaded).
 SPLIT_COLUMNS_MIN = 64
 
 
-def bmm_fast(a, a_off, a_sb0, a_sb1, a_sm, a_sk,
-             b, b_off, b_sb0, b_sb1, b_sk, b_sn,
-             out, nb0, nb1, M, N, K):
-    """out[i0, i1] = a[i0, i1] @ b[i0, i1] for a (nb0, nb1, M, K) and b (nb0, nb1, K, N) strided
-    views into flat buffers (element strides, any of them may be 0 for broadcast, a or b may be
-    transposed views, i.e. a_sk != 1 or b_sn != 1), out a fresh contiguous (nb0, nb1, M, N) buffer.
+# ---------------------------------------------------------------------------------------------
+# The interface: bmm, mm and mm_pair of kernels/matmul.py
+# ---------------------------------------------------------------------------------------------
 
-    Element (i, p) of matrix (i0, i1) of ``a`` is ``a[a_off + i0*a_sb0 + i1*a_sb1 + i*a_sm + p*a_sk]``;
-    likewise ``b[b_off + i0*b_sb0 + i1*b_sb1 + p*b_sk + j*b_sn]``; ``out[((i0*nb1 + i1)*M + i)*N + j]``.
-
-    The caller has validated everything: ``a``, ``b``, ``out`` are ``array.array`` of one typecode
-    (``'f'`` or ``'d'``), offsets and strides are non-negative and every addressed element is inside
-    its buffer, ``len(out) >= nb0*nb1*M*N``, and ``out`` shares no memory with ``a`` or ``b``. Nothing
-    is checked here (numba does not bounds-check: a wrong stride reads or writes out of bounds).
-    ``out`` is overwritten (its old contents are ignored); K == 0 gives zeros. Returns nothing.
-    """
+def bmm(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
+        out, nb0, nb1, M, N, K):
+    """out[i0, i1] = a[i0, i1] @ b[i0, i1], with the layout and contract of kernels/matmul.py's
+    bmm (out overwritten, K == 0 gives zeros; nothing is checked: numba does not bounds-check).
+    On one core, or cut into units that the cores share (_bmm_threaded)."""
     typecode = a.typecode
     nbatch = nb0 * nb1
     if nbatch == 0 or M == 0 or N == 0:
@@ -482,13 +408,14 @@ def bmm_fast(a, a_off, a_sb0, a_sb1, a_sm, a_sk,
                   out, nbatch, nb1, M, N, K)
 
 
-def mm_fast(a, a_off, a_sm, a_sk, b, b_off, b_sk, b_sn, out, M, N, K):
-    """out (M, N) = a (M, K) @ b (K, N): ``bmm_fast`` of one matrix, with the same contract
+def mm(a, a_off, a_sm, a_sk, b, b_off, b_sk, b_sn, out, M, N, K):
+    """out (M, N) = a (M, K) @ b (K, N): ``bmm`` of one matrix, with the same contract
     (a[a_off + i*a_sm + p*a_sk], b[b_off + p*b_sk + j*b_sn], out contiguous).
 
     The product of x @ W and of Linear, made hundreds of times per training step. A small one
-    (one thread) goes straight to its compiled kernel, without bmm_fast's batch arguments: a
-    4 x 4 product 1.19 instead of 1.41 us, all of it call overhead (Zen 5)."""
+    (one thread) goes straight to its compiled kernel, without bmm's batch arguments: for a
+    4 x 4 product, call overhead is nearly all the time (benchmarks/RESULTS.md, fast/matmul.py:
+    mm)."""
     typecode = a.typecode
     if M * N * K < PARALLEL_MIN_WORK * _LANES[typecode] >> 4 and M and N:
         if M < MR:
@@ -500,18 +427,11 @@ def mm_fast(a, a_off, a_sm, a_sk, b, b_off, b_sk, b_sn, out, M, N, K):
             kern(a, a_off, 0, 0, a_sm, a_sk, b, b_off, 0, 0, b_sk, b_sn,
                  out, 1, M, N, K, M, N, 0, 1, _scratch(typecode))
             return
-    bmm_fast(a, a_off, 0, 0, a_sm, a_sk, b, b_off, 0, 0, b_sk, b_sn, out, 1, 1, M, N, K)
+    bmm(a, a_off, 0, 0, a_sm, a_sk, b, b_off, 0, 0, b_sk, b_sn, out, 1, 1, M, N, K)
 
 
-def mm_pair_reference(a, a_off, a_sm, a_sk, b, b_off, b_sk, b_sn, out, M, N, K,
-                      c, c_off, c_sm, c_sk, d, d_off, d_sk, d_sn, out2, M2, N2, K2):
-    """out (M, N) = a @ b and out2 (M2, N2) = c @ d: ``mm`` twice, one after the other."""
-    mm_reference(a, a_off, a_sm, a_sk, b, b_off, b_sk, b_sn, out, M, N, K)
-    mm_reference(c, c_off, c_sm, c_sk, d, d_off, d_sk, d_sn, out2, M2, N2, K2)
-
-
-def mm_pair_fast(a, a_off, a_sm, a_sk, b, b_off, b_sk, b_sn, out, M, N, K,
-                 c, c_off, c_sm, c_sk, d, d_off, d_sk, d_sn, out2, M2, N2, K2):
+def mm_pair(a, a_off, a_sm, a_sk, b, b_off, b_sk, b_sn, out, M, N, K,
+            c, c_off, c_sm, c_sk, d, d_off, d_sk, d_sn, out2, M2, N2, K2):
     """out = a @ b and out2 = c @ d, two independent products with ``mm``'s contract, each
     whole on its own core, with one hand-off: the gradients of a layer's input and weights
     (g W and g^T x: the same number of multiply-adds). Where that does not pay (one thread,
@@ -522,8 +442,8 @@ def mm_pair_fast(a, a_off, a_sm, a_sk, b, b_off, b_sk, b_sn, out, M, N, K,
     kern = _compiled.get(typecode)
     if (kern is None or w1 + w2 < PARALLEL_MIN_WORK * _LANES[typecode] >> 4
             or min(M, M2) < MR or 2 * min(w1, w2) < max(w1, w2) or threads.num_threads() == 1):
-        mm_fast(a, a_off, a_sm, a_sk, b, b_off, b_sk, b_sn, out, M, N, K)
-        mm_fast(c, c_off, c_sm, c_sk, d, d_off, d_sk, d_sn, out2, M2, N2, K2)
+        mm(a, a_off, a_sm, a_sk, b, b_off, b_sk, b_sn, out, M, N, K)
+        mm(c, c_off, c_sm, c_sk, d, d_off, d_sk, d_sn, out2, M2, N2, K2)
         return
 
     def first(u0, u1):
@@ -534,7 +454,7 @@ def mm_pair_fast(a, a_off, a_sm, a_sk, b, b_off, b_sk, b_sn, out, M, N, K,
         kern(c, c_off, 0, 0, c_sm, c_sk, d, d_off, 0, 0, d_sk, d_sn,
              out2, 1, M2, N2, K2, M2, N2, 0, 1, _scratch(typecode))
 
-    job = (_RUN_BLOCKS[typecode], _post[typecode],
+    job = (_KIND[typecode], _post[typecode],
            (c, c_off, 0, 0, c_sm, c_sk, d, d_off, 0, 0, d_sk, d_sn,
             out2, 1, M2, N2, K2, M2, N2, _worker_scratch(typecode)))
     threads.run_two(first, second, job)
@@ -542,7 +462,7 @@ def mm_pair_fast(a, a_off, a_sm, a_sk, b, b_off, b_sk, b_sn, out, M, N, K,
 
 def _few_rows_threaded(kern, args, nbatch):
     # A function of its own: a lambda inside bmm would turn all of bmm's arguments into closure
-    # cells, which costs every call (~1 us), threaded or not.
+    # cells, which costs every call, threaded or not.
     threads.parallel_for(lambda t0, t1: kern(*args, t0, t1), nbatch)
 
 
@@ -553,9 +473,8 @@ def _bmm_threaded(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_
     # long batch one matrix more or less per thread hardly matters: whole matrices.
     # Halves by rows or by columns: each block packs its own copy of the part of B it uses, so
     # halves by rows pack all of B twice, halves by columns each half of it once. Columns, then,
-    # where each half would pack (a transposed B, or enough rows) and C has enough columns.
-    # Measured on the Zen 3 in one process, alternating (fp32, 2 threads): square 256 / 512 /
-    # 1024 8 / 5 / 12% faster than halves by rows, (64 x 160) @ (160 x 192)^T 17%.
+    # where each half would pack (a transposed B, or enough rows) and C has enough columns
+    # (benchmarks/RESULTS.md, fast/matmul.py: SPLIT_COLUMNS_MIN).
     n_threads = threads.num_threads()
     if nbatch >= 8 * n_threads:
         blocks_per_matrix = 1
@@ -583,17 +502,17 @@ def _bmm_threaded(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_
         kern(a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
              out, nb1, M, N, K, rows_per_unit, cols_per_unit, u0, u1, _scratch(typecode))
 
-    # The workers' blocks as numbers (kernels/jobs.py): a spinning worker runs them without
-    # taking the GIL.
-    job = (_RUN_BLOCKS[typecode], _post[typecode],
+    # The workers' blocks as numbers (jobs.py): a spinning worker runs them without taking the
+    # GIL.
+    job = (_KIND[typecode], _post[typecode],
            (a, a_off, a_sb0, a_sb1, a_sm, a_sk, b, b_off, b_sb0, b_sb1, b_sk, b_sn,
             out, nb1, M, N, K, rows_per_unit, cols_per_unit, _worker_scratch(typecode)))
     threads.parallel_for(run, units, job=job)
 
 
 # ---------------------------------------------------------------------------------------------
-# A worker's blocks as numbers: threads.py hands them to a spinning worker, which runs them in
-# its compiled spin loop (kernels/jobs.py) without the GIL.
+# A worker's blocks as numbers: threads.py hands them to a spinning worker, whose compiled spin
+# loop (jobs.py) runs them, through the runners registered below, without the GIL.
 # ---------------------------------------------------------------------------------------------
 
 _pool_scratch = {}      # typecode -> one scratch buffer per worker, side by side
@@ -644,36 +563,31 @@ def _post_blocks(jobs, at, worker, u0, u1, a_buf, a_off, a_sb0, a_sb1, a_sm, a_s
     jobs[at + 26] = SCRATCH_SIZE
 
 
+_WORDS = 27     # a job's words: jobs.py's runner word, then the 26 that _post_blocks writes
+
+
 @inline
-def _run_from_words(jobs, at, dtype):
-    _bmm_blocked(buffer_at(jobs[at + 1], jobs[at + 2], dtype), jobs[at + 3], jobs[at + 4],
-                 jobs[at + 5], jobs[at + 6], jobs[at + 7],
-                 buffer_at(jobs[at + 8], jobs[at + 9], dtype), jobs[at + 10], jobs[at + 11],
-                 jobs[at + 12], jobs[at + 13], jobs[at + 14],
-                 buffer_at(jobs[at + 15], jobs[at + 16], dtype), jobs[at + 17], jobs[at + 18],
-                 jobs[at + 19], jobs[at + 20], jobs[at + 21], jobs[at + 22], jobs[at + 23],
-                 jobs[at + 24], buffer_at(jobs[at + 25], jobs[at + 26], dtype))
+def _run_from_words(w, dtype):
+    _bmm_blocked(buffer_at(w[1], w[2], dtype), w[3], w[4], w[5], w[6], w[7],
+                 buffer_at(w[8], w[9], dtype), w[10], w[11], w[12], w[13], w[14],
+                 buffer_at(w[15], w[16], dtype), w[17], w[18], w[19], w[20], w[21], w[22],
+                 w[23], w[24], buffer_at(w[25], w[26], dtype))
 
 
 @kernel
-def _run_blocks_f(jobs, at):
-    """Run the float32 blocks that _post_blocks wrote at jobs[at + 1:]."""
-    _run_from_words(jobs, at, numba.float32)
+def _run_blocks_f(words):
+    """Run the float32 blocks whose arguments _post_blocks wrote at the address `words`."""
+    _run_from_words(buffer_at(words, _WORDS, numba.int64), numba.float32)
 
 
 @kernel
-def _run_blocks_d(jobs, at):
-    """Run the float64 blocks that _post_blocks wrote at jobs[at + 1:]."""
-    _run_from_words(jobs, at, numba.float64)
+def _run_blocks_d(words):
+    """Run the float64 blocks whose arguments _post_blocks wrote at the address `words`."""
+    _run_from_words(buffer_at(words, _WORDS, numba.int64), numba.float64)
 
 
-_RUN_BLOCKS = {"f": _run_blocks_f, "d": _run_blocks_d}
-# _post_blocks' machine code per typecode, without numba's dispatch: 0.34 instead of 0.90 us
+# The kinds of job a worker runs from numbers (threads.parallel_for's `job`), by typecode
+_KIND = {"f": jobs.register(_run_blocks_f), "d": jobs.register(_run_blocks_d)}
+# _post_blocks' machine code per typecode, without numba's dispatch (jit.by_typecode): paid
+# per hand-off
 _post = by_typecode(_post_blocks, "@q i i i i T i i i i i T i i i i i T i i i i i i T")
-
-
-# The interface (kernels/tiers.py): ops call `bmm` (and `mm` for one matrix), bound to the plain
-# triple loop or the blocked kernel above.
-register(globals(), reference={"bmm": bmm_reference, "mm": mm_reference,
-                               "mm_pair": mm_pair_reference},
-         fast={"bmm": bmm_fast, "mm": mm_fast, "mm_pair": mm_pair_fast})

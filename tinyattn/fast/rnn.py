@@ -1,41 +1,40 @@
-"""One GRU time step for a batch, fused: gates, candidate and new state in one pass (and back).
+"""The GRU, fast: kernels/rnn.py's six functions, with each step fused and vectorised, a whole
+sequence in one compiled call, and a bidirectional layer's two directions on two cores.
 
-With gi = x W_ih^T (the input projection) and gh = h W_hh^T (the recurrent one), both (B, 3H) with
-the gates in PyTorch's order r | z | n, and biases b_ih, b_hh (3H):
+The equations, the layouts and the rule for rows past their length are those of kernels/rnn.py.
+What is different here:
 
-    r  = sigmoid(gi_r + b_ir + gh_r + b_hr)                 reset gate
-    z  = sigmoid(gi_z + b_iz + gh_z + b_hz)                 update gate
-    n  = tanh(gi_n + b_in + r * (gh_n + b_hn))              candidate state
-    h' = (1 - z) * n + z * h
+- One step (`_step_forward`, `_step_backward`) is every elementwise equation of the step for the
+  batch, with the two products (gi = x W_ih^T outside, gh = h W_hh^T) made by the matmul kernel:
+  a step costs two products and one kernel instead of ~15 small ops. The step reads gh as a
+  packed (B, 3H) buffer; `ws` keeps r, z, n and gh_n + b_hn per row, (B, 4H), as in the
+  reference.
+- Each row's gates are sliced out of the buffers (`gi_r = GI[p:p + H]`, ...) and indexed from 0,
+  one loop per equation, and exp is the arithmetic one (exp.py), so that LLVM turns each loop
+  over j into vector code: the sigmoids and tanh are most of the work. float32 data are computed
+  in float32 arithmetic (`single`, a compile-time constant: jit.by_typecode's F).
+- A layer's recurrence is T steps of (product, step kernel). As a Python loop each step would also
+  pay the product's op, its output and the kernel's dispatch; as one compiled call
+  (`_sequence_forward`, `_sequence_backward`) it pays none of that, and it runs without the GIL
+  from its first step to its last. Steps big enough to split each product over the cores loop in
+  Python instead, with the threaded product (`_split_steps`).
+- A bidirectional layer's two directions are two such calls, which `threads.run_two` runs one on
+  each core (bi_gru_sequence_forward / _backward).
 
-The two matmuls stay outside (they are the expensive part and use the matmul kernel); everything
-elementwise is here, so one step costs two matmuls and one kernel instead of ~15 small ops.
-`ws` keeps r, z, n and gh_n + b_hn per row, (B, 4H), for the backward pass.
-
-Each row's gates are sliced out of the buffers (`gi_r = GI[p:p + H]`, ...) and indexed from 0, and
-exp is the arithmetic one (kernels/exp.py), so that LLVM turns the loop over j into vector code:
-the sigmoids and tanh are most of the work.
-
-Variable-length batches: row b is *active* at step t when t < lengths[b]. An inactive row keeps its
-state (h' = h) and passes its gradient straight through, so a padded position changes nothing.
-
-Backward, given dL/dh' = `total` (the upstream gradient plus what flows back from later steps):
-
-    dh    = total * z                                       (the direct path h -> h')
-    dz_   = total * (h - n) * z (1 - z)                     (through the sigmoid: pre-activation)
-    dn_   = total * (1 - z) * (1 - n^2)                     (through the tanh)
-    dr_   = dn_ * (gh_n + b_hn) * r (1 - r)
-    dgi   = (dr_, dz_, dn_)         dgh = (dr_, dz_, dn_ * r)
-
-and the caller adds dgh @ W_hh to dh (the path through the recurrent matmul).
+    forward, t = 0 .. T-1 (T-1 .. 0 in reverse):  gh = h_prev @ W_hh^T ;  step_t
+    backward, in the opposite order:  step_back_t (adds m to dL/dh') ;  m = dgh_t @ W_hh
 """
-from .buffers import as_array
+from array import array
+
+from . import matmul, threads
+from .buffers import as_array, scratch
 from .elementwise import _exp, _sigmoid
 from .exp import sigmoid_float32, tanh_float32
 from .jit import by_typecode, inline, kernel
-from . import matmul, threads
-from .matmul import MR, _bmm_blocked, _bmm_few_rows, mm_reference
-from .tiers import register
+from .matmul import MR, _bmm_blocked, _bmm_few_rows, _scratch
+
+__all__ = ["gru_cell_forward", "gru_cell_backward", "gru_sequence_forward",
+           "gru_sequence_backward", "bi_gru_sequence_forward", "bi_gru_sequence_backward"]
 
 
 @inline
@@ -60,7 +59,7 @@ def _gate(x, single):
 
 
 @kernel
-def gru_step_forward(gi, gi_off, gh, h, h_off, b_ih, b_hh, lengths, has_lengths, t,
+def _step_forward(gi, gi_off, gh, h, h_off, b_ih, b_hh, lengths, has_lengths, t,
                      out, out_off, ws, ws_off, B, H, single):
     """out[b] = h'[b] (rows of H at out_off + b*H); gi rows of 3H at gi_off, gh packed (B, 3H),
     h rows of H at h_off; b_ih, b_hh (3H) (zeros for a GRU without biases); ws rows of 4H at ws_off."""
@@ -101,7 +100,7 @@ def gru_step_forward(gi, gi_off, gh, h, h_off, b_ih, b_hh, lengths, has_lengths,
 
 
 @kernel
-def gru_step_backward(g, g_off, use_g, carry, m, use_m, h, h_off, ws, ws_off, lengths,
+def _step_backward(g, g_off, use_g, carry, m, use_m, h, h_off, ws, ws_off, lengths,
                       has_lengths, t, dgi, dgi_off, dgh, dgh_off, B, H):
     """Backward of one step. In: g (upstream dL/dh' rows at g_off, when use_g), carry (B, H) packed
     (dL/dh' from the direct path of the next step), m (B, H) packed (dgh_next @ W_hh, when use_m).
@@ -150,64 +149,43 @@ def gru_step_backward(g, g_off, use_g, carry, m, use_m, h, h_off, ws, ws_off, le
             c[j] = c[j] * w_z[j]
 
 
+# ------------------------------------------------------------------ one step: the cell
+
+_STEP_FORWARD = by_typecode(_step_forward, "T i T T i T T @q b i T i T i i i F")
+_NO_LENGTHS = array("q", [0])   # the lengths buffer when every row runs every step
+
+
+def gru_cell_forward(gi, gh, h, b_ih, b_hh, out, ws, B, H):
+    """out (B, H) = h' from gi, gh (B, 3H), h (B, H); ws (B, 4H) saved for the backward."""
+    tc = gi.typecode
+    _STEP_FORWARD[tc](gi, 0, gh, h, 0, b_ih, b_hh, _NO_LENGTHS, False, 0, out, 0, ws, 0, B, H,
+                      tc == "f")
+
+
+def gru_cell_backward(g, h, ws, dh, dgi, dgh, B, H):
+    """dgi, dgh (B, 3H) from g = dL/dh' (B, H), h and ws of the forward; dh (B, H) += g * z."""
+    _step_backward(g, 0, True, dh, dh, False, h, 0, ws, 0, _NO_LENGTHS, False, 0, dgi, 0, dgh, 0,
+                   B, H)
+
+
 # ------------------------------------------------------------------ a whole sequence, one call
-# A layer's recurrence is T steps of (product, step kernel). Written as a Python loop, each step
-# also pays ~4 us of Python (the product's op, its output, the kernel's dispatch); as one kernel
-# it pays nothing of that, and it runs without the GIL from its first step to its last, so the two
-# directions of a bidirectional layer can run on two cores at once (ops/rnn.py).
-#
-#   forward, t = 0 .. T-1 (T-1 .. 0 in reverse):  gh = h_prev @ W_hh^T ;  step_t
-#   backward, in the opposite order:  step_back_t (adds m to dL/dh') ;  m = dgh_t @ W_hh
-
-def gru_sequence_forward_reference(gi, h0, h0_off, w_hh, b_ih, b_hh, lengths, has_lengths,
-                                   reverse, hs, ws, gh, scratch, T, B, H, single, mm=mm_reference):
-    """The T steps of one GRU direction. gi (T, B, 3H) = x W_ih^T, h0 rows of H at h0_off, w_hh
-    (3H, H); out: hs (T, B, H), ws (T, B, 4H); gh (B, 3H) and scratch are working space (the
-    product's). Plain loops: the product (`mm`: the reference one), then the step kernel."""
-    for s in range(T):
-        t = T - 1 - s if reverse else s
-        prev = t + 1 if reverse else t - 1
-        if s == 0:
-            h, h_off = h0, h0_off
-        else:
-            h, h_off = hs, prev * B * H
-        mm(h, h_off, H, 1, w_hh, 0, 1, H, gh, B, 3 * H, H)
-        gru_step_forward(gi, t * B * 3 * H, gh, h, h_off, b_ih, b_hh, lengths, has_lengths, t,
-                         hs, t * B * H, ws, t * B * 4 * H, B, H, single)
-
-
-def gru_sequence_backward_reference(g, carry, m, h0, h0_off, hs, ws, w_hh, lengths, has_lengths,
-                                    reverse, dgi, dgh, scratch, T, B, H, mm=mm_reference):
-    """Backpropagation through the T steps: g (T, B, H) the upstream gradient of hs; out: dgi,
-    dgh (T, B, 3H), carry (B, H) = dL/dh0 along the direct path and m (B, H) = dgh_first @ W_hh
-    (their sum is dL/dh0). carry starts at zeros; m is working space until the end."""
-    for s in range(T):
-        t = s if reverse else T - 1 - s
-        prev = t + 1 if reverse else t - 1
-        if s == T - 1:
-            h, h_off = h0, h0_off
-        else:
-            h, h_off = hs, prev * B * H
-        gru_step_backward(g, t * B * H, True, carry, m, s > 0, h, h_off, ws, t * B * 4 * H,
-                          lengths, has_lengths, t, dgi, t * B * 3 * H, dgh, t * B * 3 * H, B, H)
-        mm(dgh, t * B * 3 * H, 3 * H, 1, w_hh, 0, H, 1, m, B, H, 3 * H)
-
 
 @kernel
-def _recurrent_product(a, a_off, a_sm, a_sk, b, b_sk, b_sn, out, M, N, K, scratch):
+def _recurrent_product(a, a_off, a_sm, a_sk, b, b_sk, b_sn, out, M, N, K, mm_scratch):
     """out (M, N) = a (M, K) @ b (K, N), b from offset 0: the matmul's kernels, called from
     compiled code (the few-rows one below a tile's 8 rows)."""
     if M < MR:
         _bmm_few_rows(a, a_off, 0, 0, a_sm, a_sk, b, 0, 0, 0, b_sk, b_sn, out, 1, M, N, K, 0, 1)
     else:
         _bmm_blocked(a, a_off, 0, 0, a_sm, a_sk, b, 0, 0, 0, b_sk, b_sn, out, 1, M, N, K, M, N,
-                     0, 1, scratch)
+                     0, 1, mm_scratch)
 
 
 @kernel
-def _sequence_forward_compiled(gi, h0, h0_off, w_hh, b_ih, b_hh, lengths, has_lengths, reverse,
-                               hs, ws, gh, scratch, T, B, H, single):
-    """gru_sequence_forward_reference, compiled: the blocked product (one thread)."""
+def _sequence_forward(gi, h0, h0_off, w_hh, b_ih, b_hh, lengths, has_lengths, reverse,
+                      hs, ws, gh, mm_scratch, T, B, H, single):
+    """gru_sequence_forward's T steps in one compiled call (the blocked product, one thread);
+    gh (B, 3H) and mm_scratch (the product's) are working space."""
     for s in range(T):
         t = T - 1 - s if reverse else s
         prev = t + 1 if reverse else t - 1
@@ -215,15 +193,15 @@ def _sequence_forward_compiled(gi, h0, h0_off, w_hh, b_ih, b_hh, lengths, has_le
             h, h_off = h0, h0_off
         else:
             h, h_off = hs, prev * B * H
-        _recurrent_product(h, h_off, H, 1, w_hh, 1, H, gh, B, 3 * H, H, scratch)
-        gru_step_forward(gi, t * B * 3 * H, gh, h, h_off, b_ih, b_hh, lengths, has_lengths, t,
-                         hs, t * B * H, ws, t * B * 4 * H, B, H, single)
+        _recurrent_product(h, h_off, H, 1, w_hh, 1, H, gh, B, 3 * H, H, mm_scratch)
+        _step_forward(gi, t * B * 3 * H, gh, h, h_off, b_ih, b_hh, lengths, has_lengths, t,
+                      hs, t * B * H, ws, t * B * 4 * H, B, H, single)
 
 
 @kernel
-def _sequence_backward_compiled(g, carry, m, h0, h0_off, hs, ws, w_hh, lengths, has_lengths,
-                                reverse, dgi, dgh, scratch, T, B, H):
-    """gru_sequence_backward_reference, compiled: the blocked product (one thread)."""
+def _sequence_backward(g, carry, m, h0, h0_off, hs, ws, w_hh, lengths, has_lengths, reverse,
+                       dgi, dgh, mm_scratch, T, B, H):
+    """gru_sequence_backward's T steps in one compiled call (the blocked product, one thread)."""
     for s in range(T):
         t = s if reverse else T - 1 - s
         prev = t + 1 if reverse else t - 1
@@ -231,17 +209,17 @@ def _sequence_backward_compiled(g, carry, m, h0, h0_off, hs, ws, w_hh, lengths, 
             h, h_off = h0, h0_off
         else:
             h, h_off = hs, prev * B * H
-        gru_step_backward(g, t * B * H, True, carry, m, s > 0, h, h_off, ws, t * B * 4 * H,
-                          lengths, has_lengths, t, dgi, t * B * 3 * H, dgh, t * B * 3 * H, B, H)
-        _recurrent_product(dgh, t * B * 3 * H, 3 * H, 1, w_hh, H, 1, m, B, H, 3 * H, scratch)
+        _step_backward(g, t * B * H, True, carry, m, s > 0, h, h_off, ws, t * B * 4 * H,
+                       lengths, has_lengths, t, dgi, t * B * 3 * H, dgh, t * B * 3 * H, B, H)
+        _recurrent_product(dgh, t * B * 3 * H, 3 * H, 1, w_hh, H, 1, m, B, H, 3 * H, mm_scratch)
 
 
-_SEQ_FORWARD = by_typecode(_sequence_forward_compiled, "T T i T T T @q b b T T T T i i i F")
-_SEQ_BACKWARD = by_typecode(_sequence_backward_compiled, "T T T T i T T T @q b b T T T i i i")
+_SEQ_FORWARD = by_typecode(_sequence_forward, "T T i T T T @q b b T T T T i i i F")
+_SEQ_BACKWARD = by_typecode(_sequence_backward, "T T T T i T T T @q b b T T T i i i")
 
 
 def _split_steps(typecode, B, H):
-    """Whether each step's product is worth cutting in two (kernels/matmul.py's threshold) and the
+    """Whether each step's product is worth cutting in two (matmul.py's threshold) and the
     workers are free to take half: then the steps loop in Python, each product on every thread.
     Else (small steps, one thread, or the other direction of a bidirectional layer already on the
     second core) the whole sequence is one compiled call."""
@@ -249,41 +227,58 @@ def _split_steps(typecode, B, H):
             and threads.num_threads() > 1 and not threads.busy())
 
 
-def gru_sequence_forward_fast(gi, h0, h0_off, w_hh, b_ih, b_hh, lengths, has_lengths, reverse,
-                              hs, ws, gh, scratch, T, B, H, single):
-    """gru_sequence_forward_reference with the fast product: one compiled call, or a loop of
-    threaded products for big steps (_split_steps)."""
-    if _split_steps(gi.typecode, B, H):
-        gru_sequence_forward_reference(gi, h0, h0_off, w_hh, b_ih, b_hh, lengths, has_lengths,
-                                       reverse, hs, ws, gh, scratch, T, B, H, single,
-                                       matmul.mm_fast)
-    else:
-        _SEQ_FORWARD[gi.typecode](gi, h0, h0_off, w_hh, b_ih, b_hh, lengths, has_lengths,
-                                  reverse, hs, ws, gh, scratch, T, B, H, single)
+def gru_sequence_forward(gi, h0, h0_off, w_hh, b_ih, b_hh, lengths, has_lengths, reverse,
+                         hs, ws, T, B, H):
+    """hs (T, B, H), ws (T, B, 4H): the T steps of one layer in one direction (kernels/rnn.py)."""
+    tc = gi.typecode
+    gh = scratch("gru gh", tc, B * 3 * H)
+    if not _split_steps(tc, B, H):
+        _SEQ_FORWARD[tc](gi, h0, h0_off, w_hh, b_ih, b_hh, lengths, has_lengths, reverse, hs,
+                         ws, gh, _scratch(tc), T, B, H, tc == "f")
+        return
+    step = _STEP_FORWARD[tc]
+    for s in range(T):
+        t = T - 1 - s if reverse else s
+        h, h_off = (h0, h0_off) if s == 0 else (hs, (t + 1 if reverse else t - 1) * B * H)
+        matmul.mm(h, h_off, H, 1, w_hh, 0, 1, H, gh, B, 3 * H, H)
+        step(gi, t * B * 3 * H, gh, h, h_off, b_ih, b_hh, lengths, has_lengths, t,
+             hs, t * B * H, ws, t * B * 4 * H, B, H, tc == "f")
 
 
-def gru_sequence_backward_fast(g, carry, m, h0, h0_off, hs, ws, w_hh, lengths, has_lengths,
-                               reverse, dgi, dgh, scratch, T, B, H):
-    """gru_sequence_backward_reference with the fast product, as gru_sequence_forward_fast."""
-    if _split_steps(g.typecode, B, H):
-        gru_sequence_backward_reference(g, carry, m, h0, h0_off, hs, ws, w_hh, lengths,
-                                        has_lengths, reverse, dgi, dgh, scratch, T, B, H,
-                                        matmul.mm_fast)
-    else:
-        _SEQ_BACKWARD[g.typecode](g, carry, m, h0, h0_off, hs, ws, w_hh, lengths, has_lengths,
-                                  reverse, dgi, dgh, scratch, T, B, H)
+def gru_sequence_backward(g, carry, m, h0, h0_off, hs, ws, w_hh, lengths, has_lengths, reverse,
+                          dgi, dgh, T, B, H):
+    """dgi, dgh (T, B, 3H), carry + m = dL/dh0: backpropagation through the T steps."""
+    tc = g.typecode
+    if not _split_steps(tc, B, H):
+        _SEQ_BACKWARD[tc](g, carry, m, h0, h0_off, hs, ws, w_hh, lengths, has_lengths, reverse,
+                          dgi, dgh, _scratch(tc), T, B, H)
+        return
+    for s in range(T):
+        t = s if reverse else T - 1 - s
+        h, h_off = (h0, h0_off) if s == T - 1 else (hs, (t + 1 if reverse else t - 1) * B * H)
+        _step_backward(g, t * B * H, True, carry, m, s > 0, h, h_off, ws, t * B * 4 * H,
+                       lengths, has_lengths, t, dgi, t * B * 3 * H, dgh, t * B * 3 * H, B, H)
+        matmul.mm(dgh, t * B * 3 * H, 3 * H, 1, w_hh, 0, H, 1, m, B, H, 3 * H)
 
 
-# The interface (kernels/tiers.py). The step kernels have one version: these loops are already
-# the plain ones, so the reference and fast tiers bind the same functions. The forward is compiled
-# per typecode with `single` a constant (jit.by_typecode's F), so float32 steps keep only their
-# float32 loops. The sequences: the reference's loops call the reference product; the fast ones
-# call the compiled loops above through their entry points (by_typecode), or loop with the
-# threaded product.
-_STEPS = dict(GRU_STEP_FORWARD=by_typecode(gru_step_forward, "T i T T i T T @q b i T i T i i i F"),
-              gru_step_backward=gru_step_backward)
-register(globals(),
-         reference=dict(_STEPS, gru_sequence_forward=gru_sequence_forward_reference,
-                        gru_sequence_backward=gru_sequence_backward_reference),
-         fast=dict(_STEPS, gru_sequence_forward=gru_sequence_forward_fast,
-                   gru_sequence_backward=gru_sequence_backward_fast))
+def bi_gru_sequence_forward(gi_f, h0_f, h0_f_off, w_f, bi_f, bh_f, hs_f, ws_f,
+                            gi_b, h0_b, h0_b_off, w_b, bi_b, bh_b, hs_b, ws_b,
+                            lengths, has_lengths, T, B, H):
+    """Both directions of a bidirectional layer at once: each is one compiled call that holds no
+    GIL, so threads.run_two runs the forward one here and the reverse one on a worker."""
+    threads.run_two(
+        lambda u0, u1: gru_sequence_forward(gi_f, h0_f, h0_f_off, w_f, bi_f, bh_f, lengths,
+                                            has_lengths, False, hs_f, ws_f, T, B, H),
+        lambda u0, u1: gru_sequence_forward(gi_b, h0_b, h0_b_off, w_b, bi_b, bh_b, lengths,
+                                            has_lengths, True, hs_b, ws_b, T, B, H))
+
+
+def bi_gru_sequence_backward(g_f, carry_f, m_f, h0_f, h0_f_off, hs_f, ws_f, w_f, dgi_f, dgh_f,
+                             g_b, carry_b, m_b, h0_b, h0_b_off, hs_b, ws_b, w_b, dgi_b, dgh_b,
+                             lengths, has_lengths, T, B, H):
+    """The backward of both directions at once, one on each core, as the forward."""
+    threads.run_two(
+        lambda u0, u1: gru_sequence_backward(g_f, carry_f, m_f, h0_f, h0_f_off, hs_f, ws_f, w_f,
+                                             lengths, has_lengths, False, dgi_f, dgh_f, T, B, H),
+        lambda u0, u1: gru_sequence_backward(g_b, carry_b, m_b, h0_b, h0_b_off, hs_b, ws_b, w_b,
+                                             lengths, has_lengths, True, dgi_b, dgh_b, T, B, H))

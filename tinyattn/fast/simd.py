@@ -1,11 +1,11 @@
 """Explicit vector code: a 16-lane vector type for numba, and the few operations the matmul
 micro-kernel needs, each one LLVM instruction.
 
-Why: the micro-kernel's 8 x 16 tile was written as 128 scalar variables, and LLVM's SLP vectoriser
-was trusted to pack them into vector registers. Whether it does depends on the CPU LLVM tunes for:
-on an AMD EPYC with AVX-512 it did; compiled for Haswell (AVX2) or for an Intel Xeon it left most
-of the tile scalar, and the same kernel ran 2-3x slower. Here the vector is a type of its own,
-``Vec16`` (LLVM's ``<16 x float>`` or ``<16 x double>``), so the code is vector code on every CPU:
+Why: a tile written as 128 scalar variables leaves it to LLVM's SLP vectoriser to pack them into
+vector registers, and whether it does depends on the CPU LLVM tunes for: on some it does, on
+others most of the tile stays scalar and the same kernel runs at a fraction of the speed
+(benchmarks/RESULTS.md, fast/simd.py: Vec16). Here the vector is a type of its own, ``Vec16``
+(LLVM's ``<16 x float>`` or ``<16 x double>``), so the code is vector code on every CPU:
 
     vload(arr, i)        arr[i:i+16] as one vector              (one load)
     vstore(arr, i, v)    arr[i:i+16] = v                        (one store)
@@ -121,8 +121,8 @@ def strips_per_tile(itemsize, isa=None):
     """How many 16-wide strips of B one tile of the micro-kernel covers: 2 where 8 rows of both
     fit in the registers (16 accumulators, two rows of B, one broadcast element of A: float32 on
     AVX-512), else 1. With two, each broadcast element of A feeds two FMAs: per step 10 loads
-    for 16 FMAs instead of 9 for 8, and the loads were the limit (in L1, one core of the AVX-512
-    Zen 5: an 8 x 16 tile 204-210 GFLOP/s, 8 x 32 259-263, of a 271 FMA peak)."""
+    for 16 FMAs instead of 9 for 8, and the loads were the limit (benchmarks/RESULTS.md,
+    fast/simd.py: strips_per_tile)."""
     _, bits, regs = isa or vector_isa()
     per_row = max(1, LANES * itemsize * 8 // bits)
     return 2 if 2 * (8 * per_row + per_row) + 1 <= regs else 1

@@ -3,66 +3,64 @@
 Why threads at all: numba's ``parallel=True``/``prange`` refuses ``array.array`` arguments, but a kernel
 compiled with ``nogil=True`` releases the GIL while it runs, so two Python threads can each run a
 kernel on their own part of the output at the same time. This module owns a few worker threads
-for the whole library and a helper, :func:`parallel_for`, that splits ``range(n)`` into contiguous
-blocks and runs ``fn(start, stop)`` on them.
+for the whole fast backend and a helper, :func:`parallel_for`, that splits ``range(n)`` into
+contiguous blocks and runs ``fn(start, stop)`` on them (and :func:`run_two`, two different
+kernels at once). It knows nothing of the kernels it runs.
 
-The hand-off. Waking a *sleeping* thread (a lock, an event) costs ~50 us here: the futex wake-up,
-and on a virtual machine the idle vCPU's own wake-up. That is more than most kernels of a training
-step take, so splitting them never paid. PyTorch's OpenMP workers *spin* for a while after each
-job instead, and take the next one at once. So do ours, without holding the GIL and without
-burning a core while idle:
+The hand-off. Waking a *sleeping* thread (a lock, an event) costs tens of microseconds: the futex
+wake-up, and on a virtual machine the idle vCPU's own wake-up. That is more than most kernels of a
+training step take, so splitting them would not pay. PyTorch's OpenMP workers *spin* for a while
+after each job instead, and take the next one at once. So do ours, without holding the GIL and
+without burning a core while idle:
 
 - Each worker has two counters in a shared int64 buffer (`_flags`, one cache line each): `go`
   (the caller's job number) and `done` (the last job it finished).
 - A worker that finished a job publishes `done` and then spins on `go` inside a ``nogil`` numba
   loop (`jobs.serve`: an atomic load and the CPU's `pause` hint per turn) for at most
-  ``SPIN_US`` microseconds (5000, ``TINYATTN_SPIN_US``); after that it sleeps on an Event, and
-  the caller wakes it the slow way. An idle library therefore stops spinning 5 ms after its last
-  kernel. Why that long: the gap between two *parallel* kernels of a training step is often more
-  than the 0.2 ms this used to be (the small ops between them run on one thread). Counted on the
-  Zen 3 machine: with 0.2 ms the worker was asleep at 21 of the transformer step's 52 hand-offs
-  and at 28 of the GRU step's 44; with 5 ms at none, which saves ~50 us per hand-off. PyTorch's
-  OpenMP workers (libgomp) spin longer still: 300,000 turns of a loop like this one, ~9 ms there.
+  ``SPIN_US`` microseconds (``TINYATTN_SPIN_US``); after that it sleeps on an Event, and the
+  caller wakes it the slow way. An idle library therefore stops spinning ``SPIN_US`` after its
+  last kernel. Why that long: the small ops between two *parallel* kernels of a training step
+  run on one thread, and the gap they leave must not put the worker to sleep
+  (benchmarks/RESULTS.md, fast/threads.py: SPIN_US).
 - The caller waits for `done` the same way (`_spin_above`), then sleeps if the block is long.
 - The GIL: a thread that asks for the GIL while the other holds it goes to sleep (the costly
-  wake-up again). A worker that sees `go` therefore spins ``HANDOFF_US`` (2 us) more, time for the
+  wake-up again). A worker that sees `go` therefore spins ``HANDOFF_US`` more, time for the
   caller to reach its own kernel and release the GIL; and it publishes `done` from inside the
   nogil loop, so the caller that sees it finds the GIL free.
-- Better still, no GIL at all: a compiled kernel listed in kernels/jobs.py (the matmul's blocks)
-  is handed over as numbers in the worker's words of `_jobs`, and the spin loop runs it itself
-  (``parallel_for(..., job=...)``; jobs.py explains how). A worker that was asleep, or a kernel
-  not listed there, takes the Python call.
+- Better still, no GIL at all: a kernel whose file registered a runner with jobs.py (the
+  matmul's blocks) is handed over as numbers in the worker's words of `_jobs`, and the spin loop
+  runs it itself (``parallel_for(..., job=...)``; jobs.py explains how). A worker that was
+  asleep, or a job without a runner, takes the Python call.
 
-Measured with `python benchmarks/threads.py` (2-core AMD EPYC, KVM): the round trip costs ~6 us
-instead of ~52 us, so a kernel of ~20 us or more already runs faster on two cores.
+The round trip then costs a few microseconds instead of tens (benchmarks/threads.py; the
+numbers: benchmarks/RESULTS.md, fast/threads.py: the hand-off), so a kernel of a few tens of
+microseconds already runs faster on two cores.
 
 Interpreted (``NUMBA_DISABLE_JIT=1``) nothing spins: the workers sleep between jobs.
 
 One caller at a time: when the workers are busy (another thread's parallel_for, or a
 parallel_for inside a block), the caller runs all its blocks itself, so nothing waits on itself.
 
-Number of threads: ``os.cpu_count()`` capped at ``MAX_THREADS``; the environment variable
-``TINYATTN_NUM_THREADS`` overrides it (``1`` turns threading off). :func:`set_num_threads` changes
-it at run time (the workers are rebuilt lazily).
+Number of threads: what :func:`set_num_threads` was last given (tinyattn/backend.py gives it the
+count of ``tinyattn.set_num_threads``, or its default, when the fast backend is bound); one, the
+calling thread alone, until then. At most ``MAX_THREADS`` run (the workers are rebuilt lazily).
 
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 
 import os
-import platform
 import threading
 import time
 from array import array
 
 import numba
-from llvmlite import ir
 from numba import types
-from numba.core import cgutils
-from numba.extending import intrinsic
 
+from . import jobs
 from .jit import cached, kernel
+from .jobs import cpu_relax, load_acquire, store_release
 
-__all__ = ["num_threads", "set_num_threads", "parallel_for", "run_two", "busy"]
+__all__ = ["num_threads", "set_num_threads", "parallel_for", "run_two", "busy", "split"]
 
 # More threads than cores only adds switching; more than 8 would need a smarter split than
 # "one contiguous block per thread" to stay balanced, and this library targets small machines.
@@ -85,77 +83,40 @@ def _env_us(name, default):
 SPIN_US = _env_us("TINYATTN_SPIN_US", 5000.0)  # how long an idle worker spins before it sleeps
 HANDOFF_US = 2.0                               # see the module docstring: the GIL hand-off
 _SPINNING = not numba.config.DISABLE_JIT and SPIN_US > 0
+# Hand a job with a runner (parallel_for's `job`) over as numbers: only to spinning workers (a
+# sleeping one takes the Python call). benchmarks/threads.py turns it off to time the difference.
+_jobs_as_numbers = _SPINNING
 
 _lock = threading.Lock()    # guards creating / replacing the workers
 _busy = threading.Lock()    # held by the parallel_for that is using the workers
 _workers = None             # created on first use, see _get_workers
-_num_threads = None         # resolved on first use, see num_threads
+_num_threads = 1            # set_num_threads' count (the calling thread included)
 _LINE = 8                   # int64s per 64-byte cache line: each counter on a line of its own
 _flags = array("q", bytes(8 * _LINE * 2 * MAX_THREADS))   # worker i: go at 2i lines, done at 2i+1
 # (and beside done: 1 while the caller sleeps waiting for it)
-JOB_WORDS = 32              # int64s per worker in _jobs: a compiled job's words (kernels/jobs.py)
+JOB_WORDS = 32              # int64s per worker in _jobs: a compiled job's words (jobs.py)
 _jobs = array("q", bytes(8 * JOB_WORDS * MAX_THREADS))
-_kinds = {}                 # runner -> kind, for the jobs a worker runs compiled (jobs.KINDS)
 _spins = 0                  # spin turns in SPIN_US and HANDOFF_US, measured on first use
 _handoff = 0
 
 
 # --------------------------------------------------------------------------- spinning, compiled
 
-def _item_pointer(context, builder, sig, args):
-    ary = context.make_array(sig.args[0])(context, builder, args[0])
-    return cgutils.get_item_pointer(context, builder, sig.args[0], ary, [args[1]])
-
-
-@intrinsic
-def _load_acquire(typingctx, buf, i):
-    """buf[i], read as an atomic load: the loop below re-reads memory every turn (a plain load
-    could be hoisted out of it) and sees what the other core wrote before its store."""
-    def codegen(context, builder, sig, args):
-        return builder.load_atomic(_item_pointer(context, builder, sig, args), "acquire", 8)
-    return types.int64(buf, i), codegen
-
-
-@intrinsic
-def _store_release(typingctx, buf, i, value):
-    """buf[i] = value, as an atomic store that follows every write before it."""
-    def codegen(context, builder, sig, args):
-        builder.store_atomic(args[2], _item_pointer(context, builder, sig, args), "release", 8)
-        return context.get_dummy_value()
-    return types.void(buf, i, value), codegen
-
-
-_PAUSE = platform.machine().lower() in ("x86_64", "amd64")
-
-
-@intrinsic
-def _cpu_relax(typingctx):
-    """The CPU's spin-wait hint (x86 `pause`): saves power and frees the core's shared resources
-    while spinning. Other CPUs spin without it."""
-    def codegen(context, builder, sig, args):
-        if _PAUSE:
-            fn = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse2.pause")
-            builder.call(fn, [])
-        return context.get_dummy_value()
-    return types.void(), codegen
-
-
 if _SPINNING:
     @kernel
     def _spin_above(flags, i, seen, turns):
         """Wait (without the GIL) until flags[i] > seen, for at most `turns` turns: True if it did."""
         for _ in range(turns):
-            if _load_acquire(flags, i) > seen:
+            if load_acquire(flags, i) > seen:
                 return True
-            _cpu_relax()
+            cpu_relax()
         return False
 
     @cached()
     def _publish(flags, i, value):
         """flags[i] = value as a release store: a worker that sees it sees the job's words written
         before it. (Holding the GIL: releasing it for this would cost more than the store.)"""
-        _store_release(flags, i, value)
+        store_release(flags, i, value)
 else:
     def _spin_above(flags, i, seen, turns):
         return flags[i] > seen
@@ -171,8 +132,8 @@ def _serve_python(flags, done_i, done, go_i, turns, handoff, jobs, at):
     return go if go > done else -1
 
 
-# The spin loops' machine code, called without numba's dispatch (jit.by_typecode explains why):
-# 0.13 us less per call, paid twice per hand-off. Set by _calibrate.
+# The spin loops' machine code, called without numba's dispatch (jit.by_typecode explains why: it
+# is paid twice per hand-off). Set by _calibrate.
 _spin_entry = _spin_above
 _serve_entry = _serve_python
 _publish_entry = _publish
@@ -183,12 +144,10 @@ def _calibrate():
     global _spins, _handoff, _spin_entry, _serve_entry, _publish_entry
     if not _SPINNING:
         return
-    from . import jobs      # (it imports the kernels it runs, which import this module)
     flags, i64 = numba.typeof(_flags), types.int64
     _spin_entry = _spin_above.compile((flags, i64, i64, i64))   # compiles, or loads the cache
     _serve_entry = jobs.serve.compile((flags,) + (i64,) * 5 + (flags, i64))
     _publish_entry = _publish.compile((flags, i64, i64))
-    _kinds.update(jobs.KINDS)
     probe = len(_flags) - 1             # a counter nobody writes: the loop runs all its turns
     turns = 20000
     t0 = time.perf_counter()
@@ -198,21 +157,8 @@ def _calibrate():
     _handoff = int(per_us * HANDOFF_US)
 
 
-def _default_num_threads():
-    env = os.environ.get("TINYATTN_NUM_THREADS", "").strip()
-    if env:
-        try:
-            return max(1, int(env))
-        except ValueError:
-            raise ValueError(f"TINYATTN_NUM_THREADS must be a positive integer, got {env!r}") from None
-    return max(1, min(os.cpu_count() or 1, MAX_THREADS))
-
-
 def num_threads():
     """How many threads (the caller included) :func:`parallel_for` uses."""
-    global _num_threads
-    if _num_threads is None:
-        _num_threads = _default_num_threads()
     return _num_threads
 
 
@@ -240,7 +186,7 @@ class _Worker:
         while True:
             if self._caller_sleeping:
                 self._finished.set()
-            # Spins; runs compiled jobs itself (kernels/jobs.py); returns for a Python job.
+            # Spins; runs compiled jobs itself (jobs.py); returns for a Python job.
             got = _serve_entry(_flags, self._done_i, seen, self._go_i, _spins, _handoff, _jobs,
                                self._at)
             if got < 0:
@@ -270,15 +216,15 @@ class _Worker:
             except BaseException as exc:  # re-raised in the caller by parallel_for
                 self._error = exc
             # Hold nothing of the job while idle: its closure refers to the op's buffers, which
-            # are handed to later ops once nothing refers to them (tinyattn/_recycle.py).
+            # are handed to later ops once nothing refers to them (recycle.py).
             fn = None
 
-    def _signal(self, job, kind=0):
+    def _signal(self, job, runner=0):
         self._job = job
         self._error = None
         self._seq += 1
-        _jobs[self._at] = kind
-        if kind:    # the words must reach the worker before the number does
+        _jobs[self._at] = runner
+        if runner:  # the words must reach the worker before the number does
             _publish_entry(_flags, self._go_i, self._seq)
         else:       # (a Python job is read holding the GIL, which orders it)
             _flags[self._go_i] = self._seq
@@ -286,15 +232,15 @@ class _Worker:
             self._wake.set()
 
     def start(self, fn, start, stop, job=None):
-        """Hand over fn(start, stop); with ``job = (runner, post, args)`` for a runner in
-        jobs.KINDS, as numbers: post(_jobs, at, worker, start, stop, *args) writes them and a
-        spinning worker runs runner(_jobs, at) without the GIL (a sleeping one calls fn)."""
-        kind = 0
-        if job is not None:
-            kind = _kinds.get(job[0], 0)
-            if kind:
-                job[1](_jobs, self._at, self._index, start, stop, *job[2])
-        self._signal((fn, start, stop), kind)
+        """Hand over fn(start, stop); with ``job = (kind, post, args)``, `kind` a runner's
+        (jobs.register), as numbers: post(_jobs, at, worker, start, stop, *args) writes the
+        block's words and a spinning worker runs the runner on them without the GIL (a sleeping
+        one calls fn)."""
+        runner = 0
+        if job is not None and _jobs_as_numbers:
+            runner = jobs.entry(job[0])
+            job[1](_jobs, self._at, self._index, start, stop, *job[2])
+        self._signal((fn, start, stop), runner)
 
     def wait(self):
         """Block until the block handed over by start() is finished; returns its exception."""
@@ -320,12 +266,13 @@ class _Worker:
 
 
 def set_num_threads(n):
-    """Use ``n`` threads from now on (``n >= 1``); ``None`` goes back to the default."""
+    """Use ``n`` threads from now on (``n >= 1``; at most MAX_THREADS run)."""
     global _num_threads, _workers
+    n = max(1, min(int(n), MAX_THREADS))
     with _lock, _busy:
         old = _workers
         _workers = None
-        _num_threads = None if n is None else max(1, int(n))
+        _num_threads = n
         # stopped before new workers can take over their counters in _flags
         for w in old or ():
             w.stop()
@@ -390,8 +337,8 @@ def _beside(w, there, start, stop, job, here, here_start, here_stop):
 
 def run_two(first, second, job=None):
     """first(0, 1) on this thread while a worker runs second(0, 1), or the compiled job that
-    ``job = (runner, post, args)`` describes (see _Worker.start): two independent kernels with one
-    hand-off (the gradients of a layer's input and of its weights, kernels/matmul.mm_pair). With
+    ``job = (kind, post, args)`` describes (see _Worker.start): two independent kernels with one
+    hand-off (the gradients of a layer's input and of its weights, matmul.mm_pair). With
     one thread, or the workers busy, both run here, first then second. An exception in either
     is raised after both finished."""
     if num_threads() < 2 or not _busy.acquire(blocking=False):
@@ -416,8 +363,8 @@ def parallel_for(fn, n, min_chunk=1, job=None):
     without touching the workers. The calling thread runs the first block itself while the
     workers run the others: one hand-off fewer, and the caller's core is not left idle.
 
-    ``job = (runner, post, args)`` describes the same blocks to a spinning worker as numbers, for
-    a compiled ``runner`` listed in kernels/jobs.py: see ``_Worker.start``.
+    ``job = (kind, post, args)`` describes the same blocks to a spinning worker as numbers, for
+    the runner registered as `kind` with jobs.py: see ``_Worker.start``.
     """
     if n <= 0:
         return
@@ -427,8 +374,9 @@ def parallel_for(fn, n, min_chunk=1, job=None):
         return
     try:
         if parts == 2:
-            # Two cores, the common case, without the block list: split(n, 2) written out (0.4
-            # us of the ~4.6 us that an empty split costs on the Zen 5).
+            # Two cores, the common case, without the block list: split(n, 2) written out, a
+            # tenth of what an empty split costs (benchmarks/RESULTS.md, fast/threads.py: the
+            # hand-off).
             half = n - n // 2
             error = _beside(_get_workers()[0], fn, half, n, job, fn, 0, half)
             errors = () if error is None else (error,)

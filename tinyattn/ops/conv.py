@@ -5,7 +5,7 @@
     Fold     its transpose: x[n, c, h, w] = sum of the column entries read from (h, w)
                                                             gradient: unfold of the gradient
     conv2d   out[n, o] = weight[o] . cols[n] + bias[o]  -- unfold, then one matmul per group
-             (kernels/conv.py does both, an image at a time); its gradients are those of
+             (the fast backend does both, an image at a time); its gradients are those of
              unfold and matmul, nothing new to derive
     MaxPool2d    out = max over each window; dx gets g at the position that won (saved indices)
     AvgPool2d / AdaptiveAvgPool2d   out = mean over each window; dx gets g / window size
@@ -19,9 +19,9 @@ Chapter 8 of the tour (docs/08-visual-attention.md) walks through this file.
 """
 import builtins
 
+from .. import backend
 from .. import dtypes as _dt
 from ..autograd import Function
-from ..fast import conv as KC
 from ..tensor import Tensor, _empty, _zeros
 from ._launch import packed
 
@@ -111,7 +111,7 @@ class Unfold(Function):
         N, C = x.shape[0], x.shape[1]
         shape, NS, RS = _layout(side_by_side, N, C * geo.KH * geo.KW, geo.OH * geo.OW)
         out = _empty(shape, x.dtype)
-        KC.IM2COL[x.dtype.typecode](packed(x)._data, out._data, N, C, *geo.args(), NS, RS)
+        backend.conv.im2col(packed(x)._data, out._data, N, C, *geo.args(), NS, RS)
         return out
 
     @staticmethod
@@ -120,7 +120,7 @@ class Unfold(Function):
         N, C = x.shape[0], x.shape[1]
         _, NS, RS = _layout(side_by_side, N, C * geo.KH * geo.KW, geo.OH * geo.OW)
         dx = _zeros(x.shape, x.dtype)
-        KC.COL2IM[x.dtype.typecode](packed(g)._data, dx._data, N, C, *geo.args(), NS, RS)
+        backend.conv.col2im(packed(g)._data, dx._data, N, C, *geo.args(), NS, RS)
         return dx, None, None
 
 
@@ -133,7 +133,7 @@ class Fold(Function):
     def forward(ctx, cols, geo, C):
         N, K, L = cols.shape
         out = _zeros((N, C, geo.H, geo.W), cols.dtype)
-        KC.COL2IM[cols.dtype.typecode](packed(cols)._data, out._data, N, C, *geo.args(), K * L, L)
+        backend.conv.col2im(packed(cols)._data, out._data, N, C, *geo.args(), K * L, L)
         return out
 
     @staticmethod
@@ -141,7 +141,7 @@ class Fold(Function):
         cols, geo, C = ctx.inputs
         N, K, L = cols.shape
         dcols = _empty(cols.shape, cols.dtype)
-        KC.IM2COL[cols.dtype.typecode](packed(g)._data, dcols._data, N, C, *geo.args(), K * L, L)
+        backend.conv.im2col(packed(g)._data, dcols._data, N, C, *geo.args(), K * L, L)
         return dcols, None, None
 
 
@@ -198,8 +198,8 @@ class Conv2d(Function):
         O = weight.shape[0]
         out = _empty((N, O, geo.OH, geo.OW), x.dtype)
         b = packed(bias)._data if bias is not None else _empty((1,), x.dtype)._data
-        KC.conv2d_forward(packed(x)._data, packed(weight)._data, b, bias is not None, out._data,
-                          N, C, geo.H, geo.W, O, G, *geo.args()[2:])
+        backend.conv.conv2d_forward(packed(x)._data, packed(weight)._data, b, bias is not None,
+                                    out._data, N, C, geo.H, geo.W, O, G, *geo.args()[2:])
         return out
 
     @staticmethod
@@ -213,10 +213,10 @@ class Conv2d(Function):
         dw = _zeros(weight.shape, x.dtype) if need_w else None
         db = _zeros((O,), x.dtype) if need_b else None
         spare = _empty((1,), x.dtype)._data     # stands in for the outputs not asked for
-        KC.conv2d_backward(packed(x)._data, packed(weight)._data, packed(g)._data,
-                           dx._data if need_x else spare, dw._data if need_w else spare,
-                           db._data if need_b else spare, need_x, need_w, need_b,
-                           N, C, geo.H, geo.W, O, G, *geo.args()[2:])
+        backend.conv.conv2d_backward(packed(x)._data, packed(weight)._data, packed(g)._data,
+                                     dx._data if need_x else spare, dw._data if need_w else spare,
+                                     db._data if need_b else spare, need_x, need_w, need_b,
+                                     N, C, geo.H, geo.W, O, G, *geo.args()[2:])
         return dx, dw, db, None, None
 
 
@@ -320,8 +320,8 @@ class MaxPool2d(Function):
         N, C = x.shape[0], x.shape[1]
         out = _empty((N, C, geo.OH, geo.OW), x.dtype)
         where = _empty((N, C, geo.OH, geo.OW), _dt.int64)
-        KC.MAX_POOL_FORWARD[x.dtype.typecode](packed(x)._data, out._data, where._data, N * C,
-                                              *geo.args())
+        backend.conv.max_pool2d_forward(packed(x)._data, out._data, where._data, N * C,
+                                        *geo.args())
         index.append(where)
         return out
 
@@ -329,9 +329,8 @@ class MaxPool2d(Function):
     def backward(ctx, g):
         x, geo, index = ctx.inputs
         dx = _zeros(x.shape, x.dtype)
-        KC.MAX_POOL_BACKWARD[x.dtype.typecode](packed(g)._data, index[0]._data, dx._data,
-                                               x.shape[0] * x.shape[1], geo.H * geo.W,
-                                               geo.OH * geo.OW)
+        backend.conv.max_pool2d_backward(packed(g)._data, index[0]._data, dx._data,
+                                         x.shape[0] * x.shape[1], geo.H * geo.W, geo.OH * geo.OW)
         return dx, None, None
 
 
@@ -366,17 +365,17 @@ class AvgPool2d(Function):
     def forward(ctx, x, geo, count_include_pad, divisor):
         N, C = x.shape[0], x.shape[1]
         out = _empty((N, C, geo.OH, geo.OW), x.dtype)
-        KC.AVG_POOL_FORWARD[x.dtype.typecode](packed(x)._data, out._data, N * C, *geo.args()[:8],
-                                              geo.OH, geo.OW, count_include_pad, divisor)
+        backend.conv.avg_pool2d_forward(packed(x)._data, out._data, N * C, *geo.args()[:8],
+                                        geo.OH, geo.OW, count_include_pad, divisor)
         return out
 
     @staticmethod
     def backward(ctx, g):
         x, geo, count_include_pad, divisor = ctx.inputs
         dx = _zeros(x.shape, x.dtype)
-        KC.AVG_POOL_BACKWARD[x.dtype.typecode](packed(g)._data, dx._data,
-                                               x.shape[0] * x.shape[1], *geo.args()[:8], geo.OH,
-                                               geo.OW, count_include_pad, divisor)
+        backend.conv.avg_pool2d_backward(packed(g)._data, dx._data, x.shape[0] * x.shape[1],
+                                         *geo.args()[:8], geo.OH, geo.OW, count_include_pad,
+                                         divisor)
         return dx, None, None, None
 
 
@@ -413,7 +412,7 @@ class AdaptiveAvgPool2d(Function):
     def forward(ctx, x, OH, OW):
         N, C, H, W = x.shape
         out = _empty((N, C, OH, OW), x.dtype)
-        KC.ADAPTIVE_AVG_FORWARD[x.dtype.typecode](packed(x)._data, out._data, N * C, H, W, OH, OW)
+        backend.conv.adaptive_avg_pool2d_forward(packed(x)._data, out._data, N * C, H, W, OH, OW)
         return out
 
     @staticmethod
@@ -421,7 +420,7 @@ class AdaptiveAvgPool2d(Function):
         x, OH, OW = ctx.inputs
         N, C, H, W = x.shape
         dx = _zeros(x.shape, x.dtype)
-        KC.ADAPTIVE_AVG_BACKWARD[x.dtype.typecode](packed(g)._data, dx._data, N * C, H, W, OH, OW)
+        backend.conv.adaptive_avg_pool2d_backward(packed(g)._data, dx._data, N * C, H, W, OH, OW)
         return dx, None, None
 
 

@@ -14,15 +14,13 @@ stride) and walks up to two batch dims, which covers (B, T, E) @ (E, F) and atte
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 from .. import _shapes
+from .. import backend
 from .. import dtypes as _dt
 from ..autograd import BinaryFunction, Function
-from ..fast import elementwise as KE
-from ..fast import matmul as KM
 from ..tensor import Tensor, _empty, _make
 from ._launch import expanded_copy, packed, transposed
 from .layout import reshape, squeeze, transpose, unsqueeze
 from .reduce import _sum, sum_to
-
 
 
 def _batch_layout(bshape, a, b):
@@ -56,8 +54,8 @@ class MatMul(BinaryFunction):
                 out = _empty(sa[:-1] + (N,), a.dtype)
                 M = len(out._data) // N if N else 0
             s, t = a._strides, b._strides
-            KM.mm(a._data, a._offset, s[-2], s[-1], b._data, b._offset, t[0], t[1], out._data,
-                  M, N, K)
+            backend.matmul.mm(a._data, a._offset, s[-2], s[-1], b._data, b._offset, t[0], t[1],
+                              out._data, M, N, K)
             return out
         M, K = sa[-2], sa[-1]
         N = sb[-1]
@@ -68,9 +66,9 @@ class MatMul(BinaryFunction):
             a0, a1 = (0, a._strides[0]) if len(sa) == 3 else a._strides[:2]
             b0, b1 = (0, b._strides[0]) if len(sa) == 3 else b._strides[:2]
             out = _empty(sa[:-2] + (M, N), a.dtype)
-            KM.bmm(a._data, a._offset, a0, a1, a._strides[-2], a._strides[-1],
-                   b._data, b._offset, b0, b1, b._strides[-2], b._strides[-1],
-                   out._data, nb0, nb1, M, N, K)
+            backend.matmul.bmm(a._data, a._offset, a0, a1, a._strides[-2], a._strides[-1],
+                               b._data, b._offset, b0, b1, b._strides[-2], b._strides[-1],
+                               out._data, nb0, nb1, M, N, K)
             return out
         bshape = _shapes.broadcast_shapes("matmul", a.shape[:-2], b.shape[:-2])
         out = _empty(bshape + (M, N), a.dtype)
@@ -80,9 +78,9 @@ class MatMul(BinaryFunction):
             b = expanded_copy(b, bshape + (K, N))
             lay = _batch_layout(bshape, a, b)
         (nb0, nb1), (a0, a1), (b0, b1) = lay
-        KM.bmm(a._data, a._offset, a0, a1, a._strides[-2], a._strides[-1],
-               b._data, b._offset, b0, b1, b._strides[-2], b._strides[-1],
-               out._data, nb0, nb1, M, N, K)
+        backend.matmul.bmm(a._data, a._offset, a0, a1, a._strides[-2], a._strides[-1],
+                           b._data, b._offset, b0, b1, b._strides[-2], b._strides[-1],
+                           out._data, nb0, nb1, M, N, K)
         return out
 
     @staticmethod
@@ -111,15 +109,15 @@ def mm_raw(a, b):
 
 def mm_pair_raw(a, b, c, d):
     """(a @ b, c @ d) for 2-D operands of one float dtype, no graph, no checks: two independent
-    products (a backward's gradients of input and weights), which the kernel may run one on
-    each core with a single hand-off (kernels/matmul.mm_pair)."""
+    products (a backward's gradients of input and weights), which the fast backend runs one on
+    each core with a single hand-off (mm_pair)."""
     (M, K), N = a.shape, b.shape[1]
     (M2, K2), N2 = c.shape, d.shape[1]
     out, out2 = _empty((M, N), a.dtype), _empty((M2, N2), a.dtype)
     s, t, u, v = a._strides, b._strides, c._strides, d._strides
-    KM.mm_pair(a._data, a._offset, s[0], s[1], b._data, b._offset, t[0], t[1], out._data, M, N, K,
-               c._data, c._offset, u[0], u[1], d._data, d._offset, v[0], v[1], out2._data,
-               M2, N2, K2)
+    backend.matmul.mm_pair(a._data, a._offset, s[0], s[1], b._data, b._offset, t[0], t[1],
+                           out._data, M, N, K, c._data, c._offset, u[0], u[1], d._data,
+                           d._offset, v[0], v[1], out2._data, M2, N2, K2)
     return out, out2
 
 
@@ -199,8 +197,8 @@ class Linear(Function):
     matmul kernel reads in place), then b added to every row.
     backward, with g (*, out) folded into (N, out):
         dx = g W   (N, in)        dW = g^T x   (out, in)        db = sum of g over the N rows
-    Composed from ops this was transpose + matmul + add forward and eight ops backward, and W's
-    gradient came out as a transposed view (which the optimizer then copied)."""
+    Composed from ops it would be transpose + matmul + add forward and eight ops backward, and W's
+    gradient would come out as a transposed view (which the optimizer would then copy)."""
 
     @staticmethod
     def forward(ctx, x, weight, bias):
@@ -208,8 +206,8 @@ class Linear(Function):
         x2 = _make(packed(x)._data, (_shapes.numel(x.shape[:-1]), n_in), x.dtype)  # (N, in)
         out = mm_raw(x2, transposed(weight))  # (N, out)
         if bias is not None:
-            KE.ADD_ROW_VECTOR[out.dtype.typecode](out._data, packed(bias)._data, x2.shape[0],
-                                                  n_out)
+            backend.elementwise.ADD_ROW_VECTOR[out.dtype.typecode](
+                out._data, packed(bias)._data, x2.shape[0], n_out)
         if ctx.needs_input_grad:
             ctx.x2 = x2
         return _make(out._data, x.shape[:-1] + (n_out,), out.dtype)

@@ -8,20 +8,17 @@
 An RNN at demo sizes is bound by per-op overhead, not arithmetic: one step here is one matmul
 (h W_hh^T) plus one fused kernel (kernels/rnn.py) for the gates, and `GRUSequence` runs the whole
 recurrence as one node, all T steps in one kernel call, whose backward is backpropagation through
-time, again one kernel call (per step the step's kernel and one matmul), then dW_hh as one matmul
-over all steps. `BiGRUSequence` is both directions of a bidirectional layer as one node: the two
-kernel calls hold no GIL, so they run on two cores at once. nn/rnn.py builds GRUCell and GRU on
-these.
+time, again one kernel call, then dW_hh as one matmul over all steps. `BiGRUSequence` is both
+directions of a bidirectional layer as one node and one kernel call (which the fast backend runs
+on two cores at once). nn/rnn.py builds GRUCell and GRU on these.
 
 Chapter 4 of the tour (docs/04-seq2seq.md) walks through this file.
 """
 from array import array
 
+from .. import backend
 from .. import dtypes as _dt
 from ..autograd import Function
-from ..fast import matmul as KM
-from ..fast import rnn as KR
-from ..fast import threads
 from ..tensor import _empty, _zeros
 from ._launch import packed, transposed
 from .elementwise import add, add_into
@@ -31,7 +28,7 @@ from .reduce import _sum
 
 
 def _bias_buffers(b_ih, b_hh, dtype, H):
-    """The two bias buffers (3H) for the step kernel; zeros for a GRU without biases."""
+    """The two bias buffers (3H) for the kernels; zeros for a GRU without biases."""
     if b_ih is None:
         zeros3h = _dt.zeros_buffer(dtype, 3 * H)
         return zeros3h, zeros3h
@@ -43,62 +40,51 @@ def _lengths_buffer(lengths):
     return (lengths, True) if lengths is not None else (array("q", [0]), False)
 
 
-def _direction_forward(gi, h0, w_hh, b_ih, b_hh, lengths, reverse):
-    """One direction's forward: (hs, ws, run), where run(0, 1) fills hs (T, B, H) and ws
-    (T, B, 4H) with one kernel call (all T steps, kernels/rnn.py) on whichever thread calls it."""
+def _forward_buffers(gi, h0, w_hh, b_ih, b_hh):
+    """One direction's forward: (hs, ws, buffers), hs (T, B, H) and ws (T, B, 4H) to be filled
+    by the kernel, buffers its inputs (gi, h0, h0_off, w_hh, b_ih, b_hh)."""
     T, B, H3 = gi.shape
-    H = H3 // 3
     dt = gi.dtype
-    tc = dt.typecode
-    hs = _empty((T, B, H), dt)
-    ws = _empty((T, B, 4 * H), dt)
-    bi, bh = _bias_buffers(b_ih, b_hh, dt, H)
-    lens, has_len = _lengths_buffer(lengths)
-    gi, h0, w_hh, gh = packed(gi), packed(h0), packed(w_hh), _empty((B, H3), dt)
-
-    def run(start, stop):       # (with the scratch buffer of the thread that runs it)
-        KR.gru_sequence_forward(gi._data, h0._data, h0._offset, w_hh._data, bi, bh, lens,
-                                has_len, reverse, hs._data, ws._data, gh._data, KM.scratch(tc),
-                                T, B, H, tc == "f")
-    return hs, ws, run
+    hs = _empty((T, B, H3 // 3), dt)
+    ws = _empty((T, B, 4 * (H3 // 3)), dt)
+    gi, h0, w_hh = packed(gi), packed(h0), packed(w_hh)
+    return hs, ws, (gi._data, h0._data, h0._offset, w_hh._data) + _bias_buffers(
+        b_ih, b_hh, dt, H3 // 3)
 
 
-def _direction_backward(gi, h0, w_hh, b_ih, lengths, reverse, hs, ws, g):
-    """One direction's backward: (run, finish): run(0, 1) walks the T steps back in one kernel
-    call; finish() then returns (dgi, dh0, dw_hh, db_ih, db_hh)."""
+def _backward_buffers(gi, h0, w_hh, hs, ws, g):
+    """One direction's backward: (dgi, dgh, carry, m, buffers) with buffers the kernel's
+    (g, carry, m, h0, h0_off, hs, ws, w_hh)."""
     T, B, H3 = gi.shape
-    H = H3 // 3
     dt = gi.dtype
-    tc = dt.typecode
     g, h0 = packed(g), packed(h0.detach())
-    lens, has_len = _lengths_buffer(lengths)
     dgi = _empty((T, B, H3), dt)
     dgh = _empty((T, B, H3), dt)
-    carry = _zeros((B, H), dt)  # dL/dh along the direct path h_{t-1} -> h_t
-    m = _zeros((B, H), dt)      # dL/dh along the path through h W_hh^T
-    w = packed(w_hh)
+    carry = _zeros((B, H3 // 3), dt)    # dL/dh along the direct path h_{t-1} -> h_t
+    m = _zeros((B, H3 // 3), dt)        # dL/dh along the path through h W_hh^T
+    return dgi, dgh, carry, m, (g._data, carry._data, m._data, h0._data, h0._offset, hs._data,
+                                ws._data, packed(w_hh)._data)
 
-    def run(start, stop):       # the step, then m = dgh_t W_hh, for every t
-        KR.gru_sequence_backward(g._data, carry._data, m._data, h0._data, h0._offset, hs._data,
-                                 ws._data, w._data, lens, has_len, reverse, dgi._data, dgh._data,
-                                 KM.scratch(tc), T, B, H)
 
-    def finish():
-        dh0 = add(carry, m) if T else carry
-        # Every step used the same W_hh: its gradient sums dgh_t^T h_{t-1} over t -- one matmul
-        # of the (T*B, 3H) step gradients against the (T*B, H) states that entered each step.
-        if reverse:
-            prev_states = cat([narrow(hs, 0, 1, T - 1), unsqueeze(h0, 0)], 0)
-        else:
-            prev_states = cat([unsqueeze(h0, 0), narrow(hs, 0, 0, T - 1)], 0)
-        dgh2 = reshape(dgh, (T * B, H3))
-        dw_hh = mm_raw(transposed(dgh2), reshape(prev_states, (T * B, H)))
-        db_ih = db_hh = None
-        if b_ih is not None:
-            db_ih = _sum(reshape(dgi, (T * B, H3)), (0,), False)
-            db_hh = _sum(dgh2, (0,), False)
-        return dgi, dh0, dw_hh, db_ih, db_hh
-    return run, finish
+def _weight_gradients(gi, h0, b_ih, reverse, hs, dgi, dgh, carry, m):
+    """(dgi, dh0, dw_hh, db_ih, db_hh) of one direction once its kernel has run."""
+    T, B, H3 = gi.shape
+    H = H3 // 3
+    h0 = h0.detach()
+    dh0 = add(carry, m) if T else carry
+    # Every step used the same W_hh: its gradient sums dgh_t^T h_{t-1} over t -- one matmul
+    # of the (T*B, 3H) step gradients against the (T*B, H) states that entered each step.
+    if reverse:
+        prev_states = cat([narrow(hs, 0, 1, T - 1), unsqueeze(h0, 0)], 0)
+    else:
+        prev_states = cat([unsqueeze(h0, 0), narrow(hs, 0, 0, T - 1)], 0)
+    dgh2 = reshape(dgh, (T * B, H3))
+    dw_hh = mm_raw(transposed(dgh2), reshape(prev_states, (T * B, H)))
+    db_ih = db_hh = None
+    if b_ih is not None:
+        db_ih = _sum(reshape(dgi, (T * B, H3)), (0,), False)
+        db_hh = _sum(dgh2, (0,), False)
+    return dgi, dh0, dw_hh, db_ih, db_hh
 
 
 class GRUSequence(Function):
@@ -112,8 +98,10 @@ class GRUSequence(Function):
 
     @staticmethod
     def forward(ctx, gi, h0, w_hh, b_ih, b_hh, lengths, reverse):
-        hs, ws, run = _direction_forward(gi, h0, w_hh, b_ih, b_hh, lengths, reverse)
-        run(0, 1)
+        T, B, H3 = gi.shape
+        hs, ws, buffers = _forward_buffers(gi, h0, w_hh, b_ih, b_hh)
+        backend.rnn.gru_sequence_forward(*buffers, *_lengths_buffer(lengths), reverse, hs._data,
+                                         ws._data, T, B, H3 // 3)
         ctx.ws = ws
         ctx.hs = hs.detach()  # not hs itself: a node must not point to its own output
         return hs
@@ -121,14 +109,16 @@ class GRUSequence(Function):
     @staticmethod
     def backward(ctx, g):
         gi, h0, w_hh, b_ih, b_hh, lengths, reverse = ctx.inputs
-        run, finish = _direction_backward(gi, h0, w_hh, b_ih, lengths, reverse, ctx.hs, ctx.ws, g)
-        run(0, 1)
-        return finish() + (None, None)
+        T, B, H3 = gi.shape
+        dgi, dgh, carry, m, buffers = _backward_buffers(gi, h0, w_hh, ctx.hs, ctx.ws, g)
+        backend.rnn.gru_sequence_backward(*buffers, *_lengths_buffer(lengths), reverse, dgi._data,
+                                          dgh._data, T, B, H3 // 3)
+        return _weight_gradients(gi, h0, b_ih, reverse, ctx.hs, dgi, dgh, carry, m) + (None, None)
 
 
 class BiGRUSequence(Function):
-    """Both directions of a bidirectional GRU layer as one graph node, the two recurrences on two
-    cores at once (threads.run_two: each is one kernel call, which holds no GIL).
+    """Both directions of a bidirectional GRU layer as one graph node (the fast backend runs the
+    two recurrences on two cores at once).
 
     gi_f, gi_b (T, B, 3H), h0_f, h0_b (B, H), w_f, w_b (3H, H), the four biases (3H) or None,
     lengths as GRUSequence. Returns (T, B, 2H): the forward direction's states, then the
@@ -138,9 +128,12 @@ class BiGRUSequence(Function):
 
     @staticmethod
     def forward(ctx, gi_f, gi_b, h0_f, h0_b, w_f, w_b, bi_f, bh_f, bi_b, bh_b, lengths):
-        hs_f, ws_f, run_f = _direction_forward(gi_f, h0_f, w_f, bi_f, bh_f, lengths, False)
-        hs_b, ws_b, run_b = _direction_forward(gi_b, h0_b, w_b, bi_b, bh_b, lengths, True)
-        threads.run_two(run_f, run_b)
+        T, B, H3 = gi_f.shape
+        hs_f, ws_f, forward = _forward_buffers(gi_f, h0_f, w_f, bi_f, bh_f)
+        hs_b, ws_b, reverse = _forward_buffers(gi_b, h0_b, w_b, bi_b, bh_b)
+        backend.rnn.bi_gru_sequence_forward(*forward, hs_f._data, ws_f._data,
+                                            *reverse, hs_b._data, ws_b._data,
+                                            *_lengths_buffer(lengths), T, B, H3 // 3)
         ctx.state = (hs_f.detach(), ws_f, hs_b.detach(), ws_b)
         return cat([hs_f, hs_b], 2)
 
@@ -148,14 +141,17 @@ class BiGRUSequence(Function):
     def backward(ctx, g):
         gi_f, gi_b, h0_f, h0_b, w_f, w_b, bi_f, bh_f, bi_b, bh_b, lengths = ctx.inputs
         hs_f, ws_f, hs_b, ws_b = ctx.state
-        H = hs_f.shape[2]
-        run_f, finish_f = _direction_backward(gi_f, h0_f, w_f, bi_f, lengths, False, hs_f, ws_f,
-                                              narrow(g, 2, 0, H))
-        run_b, finish_b = _direction_backward(gi_b, h0_b, w_b, bi_b, lengths, True, hs_b, ws_b,
-                                              narrow(g, 2, H, H))
-        threads.run_two(run_f, run_b)
-        dgi_f, dh0_f, dw_f, dbi_f, dbh_f = finish_f()
-        dgi_b, dh0_b, dw_b, dbi_b, dbh_b = finish_b()
+        T, B, H3 = gi_f.shape
+        H = H3 // 3
+        *grads_f, forward = _backward_buffers(gi_f, h0_f, w_f, hs_f, ws_f, narrow(g, 2, 0, H))
+        *grads_b, reverse = _backward_buffers(gi_b, h0_b, w_b, hs_b, ws_b, narrow(g, 2, H, H))
+        backend.rnn.bi_gru_sequence_backward(*forward, grads_f[0]._data, grads_f[1]._data,
+                                             *reverse, grads_b[0]._data, grads_b[1]._data,
+                                             *_lengths_buffer(lengths), T, B, H)
+        dgi_f, dh0_f, dw_f, dbi_f, dbh_f = _weight_gradients(gi_f, h0_f, bi_f, False, hs_f,
+                                                             *grads_f)
+        dgi_b, dh0_b, dw_b, dbi_b, dbh_b = _weight_gradients(gi_b, h0_b, bi_b, True, hs_b,
+                                                             *grads_b)
         return dgi_f, dgi_b, dh0_f, dh0_b, dw_f, dw_b, dbi_f, dbh_f, dbi_b, dbh_b, None
 
 
@@ -180,9 +176,8 @@ class GRUCell(Function):
         bi, bh = _bias_buffers(b_ih, b_hh, dt, H)
         out = _empty((B, H), dt)
         ws = _empty((B, 4 * H), dt)
-        KR.GRU_STEP_FORWARD[dt.typecode](gi._data, 0, gh._data, h._data, 0, bi, bh,
-                                         array("q", [0]), False, 0, out._data, 0, ws._data, 0,
-                                         B, H, dt.typecode == "f")
+        backend.rnn.gru_cell_forward(gi._data, gh._data, h._data, bi, bh, out._data, ws._data,
+                                     B, H)
         ctx.ws = ws
         ctx.h = h
         return out
@@ -198,9 +193,8 @@ class GRUCell(Function):
         dgi = _empty((B, 3 * H), dt)
         dgh = _empty((B, 3 * H), dt)
         dh = _zeros((B, H), dt)
-        KR.gru_step_backward(g._data, 0, True, dh._data, dh._data, False, h._data, 0,
-                             ctx.ws._data, 0, array("q", [0]), False, 0, dgi._data, 0, dgh._data,
-                             0, B, H)
+        backend.rnn.gru_cell_backward(g._data, h._data, ctx.ws._data, dh._data, dgi._data,
+                                      dgh._data, B, H)
         # The products and sums below are raw kernels (backward builds no graph anyway).
         # Each input's gradient and its weight's are two products of equal work, which
         # mm_pair_raw may run one on each core.
