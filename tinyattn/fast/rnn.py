@@ -60,7 +60,7 @@ def _gate(x, single):
 
 @kernel
 def _step_forward(gi, gi_off, gh, h, h_off, b_ih, b_hh, lengths, has_lengths, t,
-                     out, out_off, ws, ws_off, B, H, single):
+                  out, out_off, ws, ws_off, B, H, single):
     """out[b] = h'[b] (rows of H at out_off + b*H); gi rows of 3H at gi_off, gh packed (B, 3H),
     h rows of H at h_off; b_ih, b_hh (3H) (zeros for a GRU without biases); ws rows of 4H at ws_off."""
     GI, GH, HS, O, WS = as_array(gi), as_array(gh), as_array(h), as_array(out), as_array(ws)
@@ -101,7 +101,7 @@ def _step_forward(gi, gi_off, gh, h, h_off, b_ih, b_hh, lengths, has_lengths, t,
 
 @kernel
 def _step_backward(g, g_off, use_g, carry, m, use_m, h, h_off, ws, ws_off, lengths,
-                      has_lengths, t, dgi, dgi_off, dgh, dgh_off, B, H):
+                   has_lengths, t, dgi, dgi_off, dgh, dgh_off, B, H):
     """Backward of one step. In: g (upstream dL/dh' rows at g_off, when use_g), carry (B, H) packed
     (dL/dh' from the direct path of the next step), m (B, H) packed (dgh_next @ W_hh, when use_m).
     Out: dgi, dgh rows of 3H at their offsets, and carry overwritten with dL/dh (direct path only)."""

@@ -35,8 +35,11 @@ can take two 16-wide strips of B (``vector_isa`` names what numba targets).
 Interpreted (``NUMBA_DISABLE_JIT=1``) these are plain Python on lists, so the kernels that use them
 still run and can be stepped through.
 """
+import glob
 import platform
+import subprocess
 
+import llvmlite.binding as llvm
 import numba
 from llvmlite import ir
 from numba import njit, types
@@ -58,7 +61,6 @@ def _features():
     --isa avx2 sets it), else the host's."""
     if numba.config.CPU_FEATURES:
         return {f[1:] for f in numba.config.CPU_FEATURES.split(",") if f.startswith("+")}
-    import llvmlite.binding as llvm
     return {name for name, on in llvm.get_host_cpu_features().items() if on}
 
 
@@ -78,8 +80,6 @@ def vector_isa():
 def l2_cache_bytes(default=512 * 1024):
     """The size of one core's L2 cache, from Linux's /sys (or macOS's sysctl); `default` where
     neither says. The matmul sizes its panel of B from it."""
-    import glob
-    import subprocess
     for d in sorted(glob.glob("/sys/devices/system/cpu/cpu0/cache/index*")):
         try:
             with open(d + "/level") as f:
