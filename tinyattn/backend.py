@@ -84,10 +84,9 @@ _num_threads = None     # set_num_threads' count; None: the default
 def _default_num_threads():
     env = os.environ.get("TINYATTN_NUM_THREADS", "").strip()
     if env:
-        try:
-            return max(1, int(env))
-        except ValueError:
-            raise ValueError(f"TINYATTN_NUM_THREADS must be a positive integer, got {env!r}") from None
+        if not env.lstrip("+-").isdigit():
+            raise ValueError(f"TINYATTN_NUM_THREADS must be a positive integer, got {env!r}")
+        return max(1, int(env))
     return max(1, min(os.cpu_count() or 1, _DEFAULT_MAX_THREADS))
 
 

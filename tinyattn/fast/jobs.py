@@ -1,4 +1,4 @@
-"""The worker's side of the thread pool, compiled: its spin loop, and the jobs it runs without the GIL.
+"""The worker's side of the thread pool, compiled: its spin loop, and jobs run without the GIL.
 
 threads.py hands a worker a block as a Python call, ``fn(start, stop)``. To make that call the
 worker must take the GIL, and the thread that holds it is the caller, busy starting its own

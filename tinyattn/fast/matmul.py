@@ -1,4 +1,4 @@
-"""Batched matrix multiply, fast: kernels/matmul.py's three functions, blocked, vectorised, threaded.
+"""Matrix products, fast: kernels/matmul.py's three functions, blocked, vectorised, threaded.
 
 ``bmm`` computes ``out[i0, i1] = a[i0, i1] @ b[i0, i1]`` for strided views ``a`` (nb0, nb1, M, K) and
 ``b`` (nb0, nb1, K, N), laid out as kernels/matmul.py says: transposed views (``K^T``) and

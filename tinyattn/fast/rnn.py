@@ -15,9 +15,10 @@ What is different here:
   in float32 arithmetic (`single`, a compile-time constant: jit.by_typecode's F).
 - A layer's recurrence is T steps of (product, step kernel). As a Python loop each step would also
   pay the product's op, its output and the kernel's dispatch; as one compiled call
-  (`_sequence_forward`, `_sequence_backward`) it pays none of that, and it runs without the GIL
-  from its first step to its last. Steps big enough to split each product over the cores loop in
-  Python instead, with the threaded product (`_split_steps`).
+  (`_sequence_forward`, `_sequence_backward`) it pays none of that (benchmarks/RESULTS.md,
+  fast/rnn.py: _sequence_forward), and it runs without the GIL from its first step to its last.
+  Steps big enough to split each product over the cores loop in Python instead, with the
+  threaded product (`_split_steps`).
 - A bidirectional layer's two directions are two such calls, which `threads.run_two` runs one on
   each core (bi_gru_sequence_forward / _backward).
 
