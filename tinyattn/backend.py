@@ -59,6 +59,8 @@ def _bind(name):
         else:
             package = "fast" if name == "fast" and family in FAST else "kernels"
             module = importlib.import_module(f"tinyattn.{package}.{family}")
+            if name == "fast" and package == "kernels":   # the fast backend's disk-cache handling
+                importlib.import_module("tinyattn.fast.jit").adopt(module)
         globals()[family] = module
     if _COMBINED:
         importlib.import_module("tinyattn.fast.tiers")._use(name)
