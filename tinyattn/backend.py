@@ -38,8 +38,7 @@ FAST = ("attention", "conv", "elementwise", "flash", "matmul", "norm", "rnn", "s
 
 # Families still in the combined layout (one file in fast/ holding both tiers, switched by
 # fast/tiers.py). Emptied family by family as each moves to kernels/ + fast/.
-_COMBINED = ("attention", "conv", "elementwise", "flash", "index", "loss", "matmul", "norm",
-             "optim", "random", "reduce", "rnn", "scatter", "sort")
+_COMBINED = ("attention", "conv", "elementwise", "flash", "matmul", "norm", "rnn")
 
 _active = None
 
@@ -59,6 +58,8 @@ def _bind(name):
         else:
             package = "fast" if name == "fast" and family in FAST else "kernels"
             module = importlib.import_module(f"tinyattn.{package}.{family}")
+            if name == "fast" and package == "kernels":   # the fast backend's disk-cache handling
+                importlib.import_module("tinyattn.fast.jit").adopt(module)
         globals()[family] = module
     if _COMBINED:
         importlib.import_module("tinyattn.fast.tiers")._use(name)
