@@ -38,8 +38,8 @@ FAST = ("attention", "conv", "elementwise", "flash", "matmul", "norm", "rnn", "s
 
 # Families still in the combined layout (one file in fast/ holding both tiers, switched by
 # fast/tiers.py). Emptied family by family as each moves to kernels/ + fast/.
-_COMBINED = ("attention", "conv", "elementwise", "index", "loss", "matmul", "norm", "optim",
-             "random", "reduce", "rnn", "scatter", "sort")
+_COMBINED = ("conv", "elementwise", "index", "loss", "matmul", "optim", "random", "reduce",
+             "rnn", "scatter", "sort")
 
 _active = None
 
