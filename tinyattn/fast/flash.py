@@ -39,8 +39,9 @@ from .matmul import MR, NR, _micro, tile_strips
 
 __all__ = ["flash_forward", "flash_backward"]
 
-# Block sizes: a BR x BC block of scores (32 KiB in fp32 at 64 x 128) and the BR x E block of Q
+# Tile sizes: a BR x BC tile of scores (32 KiB in fp32 at 64 x 128) and the BR x E tile of Q
 # stay in L1/L2 while the micro-kernel runs over them. Multiples of MR (8) and NR (16).
+# (measured: benchmarks/RESULTS.md, BR, BC)
 BR = 64
 BC = 128
 

@@ -38,8 +38,10 @@ from . import kernel
 
 __all__ = ["flash_forward", "flash_backward"]
 
-BR = 16     # queries per tile
-BC = 32     # keys per tile
+# Queries and keys per tile. Any sizes give the same results; small ones make even the tests'
+# short sequences span several tiles. (fast/flash.py picks larger ones, for the cache.)
+BR = 16
+BC = 32
 
 
 @kernel
@@ -95,12 +97,12 @@ def flash_forward(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causal
                         for t in range(cols):
                             s[r * BC + t] = 0.0
                         continue
-                    alpha = math.exp(m[r] - m_new)  # 0 at the row's first visible key
+                    alpha = math.exp(m[r] - m_new)  # e^(-inf) = 0 while nothing is summed
                     l[r] *= alpha
                     for c in range(Ev):
                         o[r * Ev + c] *= alpha
                     for t in range(cols):
-                        s[r * BC + t] = math.exp(s[r * BC + t] - m_new)    # p, shifted by m_new
+                        s[r * BC + t] = math.exp(s[r * BC + t] - m_new)
                         l[r] += s[r * BC + t]
                     m[r] = m_new
                 # 3. o += P_t V_t  (rows, cols) @ (cols, Ev)
@@ -109,7 +111,7 @@ def flash_forward(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causal
                         p = s[r * BC + t]
                         for c in range(Ev):
                             o[r * Ev + c] += p * v[(b * S + j0 + t) * Ev + c]
-            # the end of the row: out = o / l, lse = m + log l
+            # every key tile done: out = o / l, lse = m + log l
             for r in range(rows):
                 i = b * L + i0 + r
                 if l[r] == 0.0:                     # every key masked: output 0, lse +inf
