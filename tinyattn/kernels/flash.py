@@ -162,10 +162,11 @@ def flash_backward(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss,
                                    (b * L + i) * E, (b * S + j0 + t) * E, i, j0 + t, E)
                             - lse[b * L + i])
                 # dV_t += P_t^T dO_t  (cols, rows) @ (rows, Ev)
-                for t in range(cols):
-                    for r in range(rows):
+                for r in range(rows):
+                    for t in range(cols):
+                        p_rt = p[r * BC + t]
                         for c in range(Ev):
-                            dv_t[t * Ev + c] += p[r * BC + t] * dout[(b * L + i0 + r) * Ev + c]
+                            dv_t[t * Ev + c] += p_rt * dout[(b * L + i0 + r) * Ev + c]
                 # dS_t = P_t * (dP_t - D),  dP_t = dO_t V_t^T  (rows, Ev) @ (Ev, cols)
                 for r in range(rows):
                     for t in range(cols):
@@ -177,9 +178,10 @@ def flash_backward(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss,
                 # dQ_t += dS_t K_t  and  dK_t += dS_t^T Q_t  (the factor scale comes at the end)
                 for r in range(rows):
                     for t in range(cols):
+                        ds_rt = ds[r * BC + t]
                         for e in range(E):
-                            dq_h[(i0 + r) * E + e] += ds[r * BC + t] * k[(b * S + j0 + t) * E + e]
-                            dk_t[t * E + e] += ds[r * BC + t] * q[(b * L + i0 + r) * E + e]
+                            dq_h[(i0 + r) * E + e] += ds_rt * k[(b * S + j0 + t) * E + e]
+                            dk_t[t * E + e] += ds_rt * q[(b * L + i0 + r) * E + e]
             for t in range(cols):
                 j = b * S + j0 + t
                 for e in range(E):
