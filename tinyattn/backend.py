@@ -38,7 +38,7 @@ FAST = ("attention", "conv", "elementwise", "flash", "matmul", "norm", "rnn", "s
 
 # Families still in the combined layout (one file in fast/ holding both tiers, switched by
 # fast/tiers.py). Emptied family by family as each moves to kernels/ + fast/.
-_COMBINED = ("attention", "conv", "elementwise", "flash", "matmul", "norm", "rnn")
+_COMBINED = ("conv", "elementwise", "matmul", "rnn")
 
 _active = None
 
