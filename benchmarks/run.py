@@ -22,7 +22,8 @@ The ratio column follows each target's wording:
   'vs micrograd':                  micrograd time / tinyattn time (how many times faster).
 
 The table is printed and the results are written as JSON (default benchmarks/results-latest.json;
-benchmarks/results.json and results_avx2.json are the committed reference runs).
+the committed runs, benchmarks/results_<cpu>.json and results_<cpu>_isa_avx2.json, are listed in
+benchmarks/RESULTS.md).
 """
 import argparse
 import array

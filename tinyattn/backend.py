@@ -44,8 +44,7 @@ FAST = ("attention", "conv", "elementwise", "flash", "matmul", "norm", "rnn", "s
 
 # Families still in the combined layout (one file in fast/ holding both tiers, switched by
 # fast/tiers.py). Emptied family by family as each moves to kernels/ + fast/.
-_COMBINED = ("attention", "elementwise", "flash", "index", "loss", "norm", "optim", "random",
-             "reduce", "scatter", "sort")
+_COMBINED = ("elementwise",)
 
 _active = None
 
@@ -65,6 +64,8 @@ def _bind(name):
         else:
             package = "fast" if name == "fast" and family in FAST else "kernels"
             module = importlib.import_module(f"tinyattn.{package}.{family}")
+            if name == "fast" and package == "kernels":   # the fast backend's disk-cache handling
+                importlib.import_module("tinyattn.fast.jit").adopt(module)
         globals()[family] = module
     if _COMBINED:
         importlib.import_module("tinyattn.fast.tiers")._use(name)

@@ -9,8 +9,16 @@ tinyattn's stream is not PyTorch's: the same seed gives different numbers in the
 from array import array
 
 from . import dtypes as _dt
-from .fast.random import hash32
 from .tensor import _make
+
+
+def _hash32(x):
+    """kernels/random.py's 32-bit integer hash, of x's low 32 bits, in Python: the generator sits
+    below the kernels (tests/kernels/test_kernels.py holds the two equal)."""
+    x &= 0xFFFFFFFF
+    x = (((x >> 16) ^ x) * 0x45D9F3B) & 0xFFFFFFFF
+    x = (((x >> 16) ^ x) * 0x45D9F3B) & 0xFFFFFFFF
+    return (x >> 16) ^ x
 
 
 class Generator:
@@ -34,8 +42,8 @@ class Generator:
         c = self._calls
         self._calls = c + 1
         lo, hi = self._seed & 0xFFFFFFFF, self._seed >> 32
-        k1 = hash32(lo ^ hash32(c ^ 0x9E3779B9))
-        k2 = hash32(hash32(hi ^ 0x85EBCA6B) + hash32(c + k1))
+        k1 = _hash32(lo ^ _hash32(c ^ 0x9E3779B9))
+        k2 = _hash32(_hash32(hi ^ 0x85EBCA6B) + _hash32(c + k1))
         return k1, k2
 
     def get_state(self):

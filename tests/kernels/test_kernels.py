@@ -3,17 +3,22 @@
 CI runs this file twice: compiled, and with NUMBA_DISABLE_JIT=1 (the kernels then run as the plain
 Python they are written in). Both runs must agree with the same independent formulas."""
 import math
+import os
+import subprocess
+import sys
 from array import array
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tinyattn as ta
+from tinyattn import random as generator
 from tinyattn.fast import elementwise as KE
-from tinyattn.fast import index as KI
-from tinyattn.fast import random as KRand
-from tinyattn.fast import reduce as KR
 from tinyattn.fast import softmax as KS
+from tinyattn.kernels import index as KI
+from tinyattn.kernels import random as KRand
+from tinyattn.kernels import reduce as KR
 
 SETTINGS = settings(max_examples=25, deadline=None)
 floats = st.floats(-5, 5, allow_nan=False, width=64)
@@ -122,9 +127,9 @@ def test_reductions_over_middle_axis(O, R, I, data):
     vals = data.draw(st.lists(floats, min_size=O * R * I, max_size=O * R * I))
     x = array("d", vals)
     s = array("d", [0.0]) * (O * I)
-    KR.sum_ori(x, s, O, R, I)
+    KR.sum_dim(x, s, O, R, I)
     mx, arg = array("d", [0.0]) * (O * I), array("q", [0]) * (O * I)
-    KR.max_ori(x, mx, arg, O, R, I, False)
+    KR.max_dim_forward(x, mx, arg, O, R, I, False)
     for o in range(O):
         for i in range(I):
             col = [vals[(o * R + r) * I + i] for r in range(R)]
@@ -132,17 +137,41 @@ def test_reductions_over_middle_axis(O, R, I, data):
             assert mx[o * I + i] == max(col) and arg[o * I + i] == col.index(max(col))
     g = array("d", [1.0]) * (O * I)
     back = array("d", [0.0]) * (O * R * I)
-    KR.scatter_ori(g, arg, back, O, R, I)
+    KR.max_dim_backward(g, arg, back, O, R, I)
     assert sum(back) == O * I
-    assert KR.sumsq_all(x, len(vals)) == pytest.approx(sum(v * v for v in vals))
-    assert KR.all_finite(x, len(vals))
+    assert KR.sum_of_squares(x, len(vals)) == pytest.approx(sum(v * v for v in vals))
 
 
 def test_max_propagates_nan():
     x = array("d", [1.0, math.nan, 3.0])
     v, i = array("d", [0.0]), array("q", [0])
-    KR.max_ori(x, v, i, 1, 3, 1, False)
+    KR.max_dim_forward(x, v, i, 1, 3, 1, False)
     assert math.isnan(v[0]) and i[0] == 1
+
+
+def test_sum_of_squares_squares_float32_values_in_float64():
+    # numba's float(x) keeps a float32 a float32: the squares must not be rounded to float32
+    x = 1.0 + 2.0 ** -12  # exact in float32; its square needs 24 bits after the point
+    assert KR.sum_of_squares(array("f", [x, x]), 2) == 2 * (1.0 + 2.0 ** -11 + 2.0 ** -24)
+
+
+_INT_SUMS = ("import tinyattn as ta; "
+             "print(ta.tensor([[True, False, True], [False, False, True]]).sum(1).tolist(), "
+             "ta.tensor([[3, -4], [5, 6]]).sum(1).tolist(), "
+             "ta.tensor([[3, -4], [5, 6]]).sum(0).tolist())")
+
+
+def test_integer_and_bool_sums_compiled_and_interpreted():
+    # sum_dim adds in float64; interpreted, Python cannot store that float in an int64 buffer
+    assert ta.tensor([[True, False, True], [False, False, True]]).sum(1).tolist() == [2, 1]
+    assert ta.tensor([[3, -4], [5, 6]]).sum(1).dtype is ta.int64
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, NUMBA_DISABLE_JIT="1",
+               PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", _INT_SUMS], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[2, 1] [-1, 11] [8, 2]"
 
 
 @pytest.mark.parametrize("log", [False, True])
@@ -202,10 +231,11 @@ def test_index_kernels():
     assert list(dst) == [6.0, 0.0, 5.0]
 
 
-def _py_hash32(x):
-    x = (((x >> 16) ^ x) * 0x45D9F3B) & 0xFFFFFFFF
-    x = (((x >> 16) ^ x) * 0x45D9F3B) & 0xFFFFFFFF
-    return (x >> 16) ^ x
+@SETTINGS
+@given(xs=st.lists(st.integers(0, 2 ** 32 - 1), min_size=1, max_size=50))
+def test_the_generators_hash_is_the_kernels_hash_bit_for_bit(xs):
+    for x in xs + [0, 1, 2 ** 31, 2 ** 32 - 1]:
+        assert generator._hash32(x) == KRand._hash32(x)
 
 
 def test_random_kernels_follow_the_documented_hash():
@@ -213,7 +243,7 @@ def test_random_kernels_follow_the_documented_hash():
     out = array("f", [0.0]) * 5
     KRand.uniform(out, 5, k1, k2, 0.0, 1.0, True)
     for i in range(5):
-        bits = _py_hash32((_py_hash32(i ^ k1) + k2) & 0xFFFFFFFF)
+        bits = generator._hash32((generator._hash32(i ^ k1) + k2) & 0xFFFFFFFF)
         assert out[i] == (bits >> 8) / 16777216.0
     n = array("d", [0.0]) * 2000
     KRand.normal(n, 2000, k1, k2, 0.0, 1.0)

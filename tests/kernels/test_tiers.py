@@ -264,6 +264,22 @@ def test_layer_norm(shape, layout, seed, dtype, affine):
         _agree(lambda t: F.layer_norm(t, (D,)), x, **_tol(dtype))
 
 
+@FEW
+@given(N=st.integers(2, 4), C=st.integers(1, 5), HW=st.sampled_from([(), (3,), (2, 5)]),
+       training=st.booleans(), affine=st.booleans(), seed=seeds, dtype=dtypes)
+def test_batch_norm(N, C, HW, training, affine, seed, dtype):
+    # Training: the batch's statistics (and the gradient through them); evaluation: the running
+    # statistics, constants for the backward.
+    x = make_tensor((N, C) + HW, "contiguous", seed, dtype)
+    mean = make_tensor((C,), "contiguous", seed + 1, dtype)
+    var = make_tensor((C,), "contiguous", seed + 2, dtype).abs() + 0.5
+    params = [make_tensor((C,), "contiguous", seed + s, dtype) for s in (3, 4)] if affine else []
+
+    def bn(x, *wb):
+        return F.batch_norm(x, mean.clone(), var.clone(), *wb, training=training)
+    _agree(bn, x, *params, **_tol(dtype))
+
+
 # ---------------------------------------------------------------------------- matmul
 
 
@@ -420,7 +436,7 @@ def test_conv_unfold_fold_pooling(case, N, C, G, bias, seed, dtype):
 @given(L=st.integers(1, 70), S=st.integers(1, 140), E=st.integers(1, 9), causal=st.booleans(),
        masked=st.booleans(), seed=seeds, dtype=dtypes)
 def test_flash_attention(L, S, E, causal, masked, seed, dtype):
-    # The fused kernel: plain three-pass loops against the tiled online softmax (kernels/flash.py).
+    # The fused kernel: kernels/flash.py's loops against fast/flash.py's tiles on the micro-kernel.
     from tinyattn.nn.attention import SDPBackend, sdpa_kernel
     q = make_tensor((2, L, E), "contiguous", seed, dtype)
     k = make_tensor((2, S, E), "transposed" if E > 1 else "contiguous", seed + 1, dtype)

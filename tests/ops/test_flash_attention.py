@@ -1,9 +1,10 @@
-"""The fused attention kernel (kernels/flash.py, ops/flash.py) behind scaled_dot_product_attention.
+"""The fused attention kernel (kernels/flash.py, fast/flash.py, ops/flash.py) behind
+scaled_dot_product_attention, on whichever backend is active.
 
 Held to: the composed path (matmul, softmax, matmul: `sdpa_kernel(SDPBackend.MATH)`), which the
 rest of the suite checks against PyTorch and by hand; finite differences (gradcheck, float64); a
-plain-Python softmax by hand; PyTorch's own scaled_dot_product_attention where installed. The
-reference tier of the kernel is held to its fast tier in test_tiers.py.
+plain-Python softmax by hand; PyTorch's own scaled_dot_product_attention where installed. The two
+backends' kernels are held to each other in tests/kernels/test_tiers.py.
 """
 import math
 
@@ -246,11 +247,11 @@ def test_multihead_attention_without_weights_takes_the_fused_path():
     assert_close(g_fused, x.grad, rtol=1e-5, atol=1e-6)
 
 
-def test_reference_tier_sums_in_float64():
-    # The reference tier is the oracle the fused kernel is measured against, so it must not add
+def test_reference_kernel_sums_in_float64():
+    # The reference kernel is the oracle the fast one is measured against, so it must not add
     # float32 rounding of its own: its float32 gradients are the float64 ones up to a few
-    # roundings (of the inputs, lse and the result). Summed in float32 one term at a time, as
-    # before, dk and dv of this causal head were 6.2e-7 and 4.5e-7 away (2x the bound).
+    # roundings (of the inputs, lse and the result). Summed in float32 one term at a time, dk and
+    # dv of this causal head come out about 2x the bound away.
     from tinyattn import backend
     T, E = 256, 8
     ta.manual_seed(0)
@@ -264,3 +265,29 @@ def test_reference_tier_sums_in_float64():
 
     for name, a, b in zip(("dq", "dk", "dv"), grads(ta.float32), grads(ta.float64)):
         assert ((a - b).abs() / (b.abs() + 1)).max().item() <= 3e-7, name
+
+
+@pytest.mark.parametrize("name", ["reference", "fast"])
+def test_each_backend_runs_its_fused_kernel_and_math_runs_the_composed_ops(name, monkeypatch):
+    # On either backend the default path is one FlashAttention node whose kernels are that
+    # backend's flash_forward / flash_backward; sdpa_kernel(MATH) never calls them.
+    import importlib
+    from tinyattn import backend
+    package = "kernels" if name == "reference" else "fast"
+    module = importlib.import_module(f"tinyattn.{package}.flash")
+    calls = []
+    for fn in ("flash_forward", "flash_backward"):
+        real = getattr(module, fn)
+        monkeypatch.setattr(module, fn, lambda *a, fn=fn, real=real: (calls.append(fn), real(*a)))
+    q = ta.randn(1, 2, 20, 4, requires_grad=True)
+    with backend.use(name):
+        assert backend.flash is module
+        out = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+        assert type(out.grad_fn).__name__ == "FlashAttention"
+        out.sum().backward()
+        assert calls == ["flash_forward", "flash_backward"]
+        with sdpa_kernel(MATH):
+            out = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+            out.sum().backward()
+        assert calls == ["flash_forward", "flash_backward"]
+        assert "MatMul" in type(out.grad_fn).__name__

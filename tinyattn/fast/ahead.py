@@ -39,21 +39,21 @@ from .elementwise import ADD, MUL, RELU
 # (kernel file, name the ops call, key) for a `jit.by_typecode` table; with a fourth element,
 # (kernel file, kernel, typecode, argument spec) for a kernel the ops call directly, the spec in
 # by_typecode's letters (T a buffer of that typecode, i int, f float, b bool, @q / @d / @B an
-# int64 / float64 / bool buffer).
+# int64 / float64 / bool buffer). A file is one of this folder, or "kernels.<family>" for a
+# family whose reference loops the fast backend runs too.
 STEP = (
-    # building the model: seeds, initial weights, the causal mask
-    ("random", "_hash32", "q", "i"),
-    ("random", "normal", "f", "T i i i f f"),
+    # building the model: initial weights, the causal mask
+    ("kernels.random", "normal", "f", "T i i i f f"),
     ("elementwise", "COPY_SAME", "f"),
-    ("random", "uniform", "f", "T i i i f f b"),
+    ("kernels.random", "uniform", "f", "T i i i f f b"),
     ("elementwise", "fill", "f", "T i i i i i f i i i i"),
     ("elementwise", "BINARY_SCALAR_PACKED", ("f", MUL)),
-    ("random", "randint", "q", "T i i i i i"),
+    ("kernels.random", "randint", "q", "T i i i i i"),
     ("elementwise", "COMPARE", "q"),
     ("elementwise", "WHERE", "f"),
     # forward: embedding, linear layers, attention, dropout, layer norm, the loss
-    ("index", "wrap_indices", "q", "T i i i i T b"),
-    ("index", "gather_rows", "f", "T @q T i i"),
+    ("kernels.index", "wrap_indices", "q", "T i i i i T b"),
+    ("kernels.index", "gather_rows", "f", "T @q T i i"),
     ("elementwise", "BINARY", ("f", ADD)),
     ("matmul", "_blocked", "f"),
     ("matmul", "_post_blocks", "f", "@q i i i i T i i i i i T i i i i i T i i i i i i T"),
@@ -63,23 +63,23 @@ STEP = (
     ("matmul", "_run_blocks_f", "q", "i"),
     ("elementwise", "ADD_ROW_VECTOR", "f"),
     ("softmax", "_ROWS_FORWARD", ("f", False)),
-    ("random", "dropout_apply", "f", "T T i i i f f"),
+    ("kernels.random", "dropout_apply", "f", "T T i i i f f"),
     ("elementwise", "BINARY_PACKED", ("f", ADD)),
-    ("norm", "FORWARD", "f"),
+    ("norm", "_LAYER_NORM_FORWARD", "f"),
     ("elementwise", "UNARY_PACKED", ("f", RELU)),
-    ("loss", "check_targets", "q", "T i i i"),
-    ("loss", "cross_entropy_forward", "f", "T @q T b i f i i T @d @d"),
-    ("reduce", "sum_ori", "f", "T T i i i"),
+    ("kernels.loss", "check_targets", "q", "T i i i"),
+    ("kernels.loss", "cross_entropy_forward", "f", "T @q T b i f i i T @d @d"),
+    ("kernels.reduce", "sum_dim", "f", "T T i i i"),
     # backward
-    ("loss", "cross_entropy_backward", "f", "T T @q T b i f i i @d T"),
-    ("norm", "BACKWARD", "f"),
+    ("kernels.loss", "cross_entropy_backward", "f", "T T @q T b i f i i @d T"),
+    ("norm", "_LAYER_NORM_BACKWARD", "f"),
     ("elementwise", "UNARY_BACKWARD", ("f", RELU)),
     ("softmax", "_ROWS_BACKWARD", ("f", False)),
     ("elementwise", "AXPY", "f"),
-    ("index", "scatter_add_rows", "f", "T @q T i i"),
+    ("kernels.index", "scatter_add_rows", "f", "T @q T i i"),
     # the optimizer's step, then the argmax of evaluation
-    ("optim", "adam_step", "f", "T T T T T i f f f f f b b b f f"),
-    ("reduce", "max_ori", "f", "T T @q i i i b"),
+    ("kernels.optim", "adam_step", "f", "T T T T T i f f f f f b b b f f"),
+    ("kernels.reduce", "max_dim_forward", "f", "T T @q i i i b"),
 )
 
 _helper = None      # the helper process (subprocess.Popen), once started
@@ -142,7 +142,8 @@ def tables():
     """`STEP` as (`jit.by_typecode` table, key) pairs: ``table[key]`` compiles (or loads) one kernel."""
     from .jit import by_typecode
     for module, name, key, *spec in STEP:
-        kernel = getattr(importlib.import_module(f"{__package__}.{module}"), name)
+        package = "tinyattn" if module.startswith("kernels.") else __package__
+        kernel = getattr(importlib.import_module(f"{package}.{module}"), name)
         yield (by_typecode(kernel, spec[0]) if spec else kernel), key
 
 

@@ -1,105 +1,27 @@
-"""The fused kernels of RNN attention (Bahdanau / Luong): the additive score and the context.
+"""The fused kernels of RNN attention, fast: kernels/attention.py's four functions, vectorised.
 
-1. Bahdanau's additive score, fused: e[b, s] = sum_a v[a] * tanh(pk[b, s, a] + q[b, a]).
+The equations and the buffer layouts are those of kernels/attention.py. What is different here:
+rows are sliced out of the buffers and indexed from 0 (no negative-index check per element), so
+the loops over `a` and `c` vectorise; the tanh is rnn.py's arithmetic `_tanh` (float32 rows in
+float32 lanes), which LLVM vectorises where `math.tanh` is a call into the C library; and each
+function is compiled once per buffer typecode (`jit.by_typecode`: the ops' calls skip numba's
+type dispatch).
 
-pk (B, S, A) is the precomputed key side U h_s + b, q (B, A) the query side W s_t, v (A). Written as
-ops this is add (B, S, A) -> tanh (B, S, A) -> matmul with v: three passes over a (B, S, A) tensor
-and two more in backward, once per decoder step. Here it is one pass, keeping t = tanh(...) (B, S, A)
-for the backward:
-
-    d pk[b, s, a] = g[b, s] * v[a] * (1 - t^2)      d q[b, a] = sum_s d pk[b, s, a]
-    d v[a]        = sum_{b, s} g[b, s] * t[b, s, a]
-
-
-2. The context of RNN attention, fused: c[b, :] = sum_s w[b, s] * h[b, s, :].
-
-w (B, S) are the attention weights of one decoder step, h (B, S, C) the encoder outputs. As ops
-this is a batched (B, 1, S) @ (B, S, C) product wrapped in two views, whose gradient needs two
-more products and views; here it is one loop each way:
-
-    forward    c[b, :]      = sum_s w[b, s] h[b, s, :]          (an axpy per source position)
-    backward   dw[b, s]     = g[b, :] . h[b, s, :]              (a dot product)
-               dh[b, s, :]  = w[b, s] g[b, :]
-
-h is read through its strides (h[b, s, c] = h[h_off + b*hs0 + s*hs1 + c], c contiguous), so the
-transposed encoder outputs need no copy. Rows are sliced out of the buffers and indexed from 0,
-so the loops over c vectorise.
-
-Tiers: the reference kernels index the flat buffers as the equations read; the fast ones slice
-rows out (indexed from 0) so that the loops over `a` and `c` vectorise, with the arithmetic tanh.
-
-Chapter 4 of the tour (docs/04-seq2seq.md) walks through this file.
+Chapter 4 of the tour (docs/04-seq2seq.md) walks through kernels/attention.py.
 """
-import math
-
 from .buffers import as_array
 from .jit import by_typecode, kernel, vector_kernel
 from .rnn import _tanh
-from .tiers import register
+
+__all__ = ["additive_score_forward", "additive_score_backward", "context_forward",
+           "context_backward"]
 
 
-# ============================================================================ reference tier
-
-
-@kernel
-def additive_score_forward_reference(pk, q, v, t, scores, B, S, A, single):
-    """scores[b, s] = sum_a v[a] * t[b, s, a],  t = tanh(pk[b, s, a] + q[b, a]) (kept). (`single`,
-    "float32 buffers", is for the fast twin.)"""
-    for b in range(B):
-        for s in range(S):
-            e = 0.0
-            for a in range(A):
-                t[(b * S + s) * A + a] = math.tanh(pk[(b * S + s) * A + a] + q[b * A + a])
-                e += v[a] * t[(b * S + s) * A + a]
-            scores[b * S + s] = e
-
-
-@kernel
-def additive_score_backward_reference(g, t, v, B, S, A, dpk, dq, dv):
-    """dpk = g v (1 - t^2) (overwritten); dq += sum_s dpk; dv += sum_{b,s} g t (zeroed by caller)."""
-    for b in range(B):
-        for s in range(S):
-            for a in range(A):
-                th = t[(b * S + s) * A + a]
-                d = g[b * S + s] * v[a] * (1.0 - th * th)
-                dpk[(b * S + s) * A + a] = d
-                dq[b * A + a] += d
-                dv[a] += g[b * S + s] * th
-
-
-@kernel
-def context_forward_reference(w, h, h_off, hs0, hs1, out, B, S, C):
-    """out[b, c] = sum_s w[b, s] h[b, s, c];  h[b, s, c] = h[h_off + b*hs0 + s*hs1 + c]."""
-    for b in range(B):
-        for c in range(C):
-            acc = 0.0
-            for s in range(S):
-                acc += w[b * S + s] * h[h_off + b * hs0 + s * hs1 + c]
-            out[b * C + c] = acc
-
-
-@kernel
-def context_backward_reference(g, w, h, h_off, hs0, hs1, dw, dh, B, S, C):
-    """dw[b, s] = g[b] . h[b, s];  dh[b, s, c] = w[b, s] g[b, c] (both overwritten)."""
-    for b in range(B):
-        for s in range(S):
-            dot = 0.0
-            for c in range(C):
-                dot += g[b * C + c] * h[h_off + b * hs0 + s * hs1 + c]
-                dh[(b * S + s) * C + c] = w[b * S + s] * g[b * C + c]
-            dw[b * S + s] = dot
-
-
-# ============================================================================ fast tier
-
-
-
-# Rows are sliced out of the buffers and indexed from 0, so the loops over `a` vectorise (with the
-# arithmetic exp inside _tanh; the forward's dot product with v may be summed in any order). Two
-# loops, not one: fused, the tanh and the dot product vectorised worse (Zen 3, fp32, 64 x 12 x 64:
-# 135 us fused, 76 us as two loops; 180 us before _tanh had its float32 form).
+# Two loops per row, not one: fused into one loop, the tanh and the dot product with v vectorised
+# worse (measured: benchmarks/RESULTS.md, _additive_score_forward). The dot product may be
+# summed in any order (vector_kernel).
 @vector_kernel
-def additive_score_forward_fast(pk, q, v, t, scores, B, S, A, single):
+def _additive_score_forward(pk, q, v, t, scores, B, S, A, single):
     PK, Q, V, TT, SC = as_array(pk), as_array(q), as_array(v), as_array(t), as_array(scores)
     for b in range(B):
         qb = Q[b * A:(b + 1) * A]
@@ -116,7 +38,7 @@ def additive_score_forward_fast(pk, q, v, t, scores, B, S, A, single):
 
 
 @kernel
-def additive_score_backward_fast(g, t, v, B, S, A, dpk, dq, dv):
+def additive_score_backward(g, t, v, B, S, A, dpk, dq, dv):
     """dpk (B, S, A) is overwritten; dq (B, A) and dv (A) must arrive zero-filled (they accumulate)."""
     G, TT, V, DPK, DQ, DV = as_array(g), as_array(t), as_array(v), as_array(dpk), as_array(dq), \
         as_array(dv)
@@ -134,8 +56,9 @@ def additive_score_backward_fast(g, t, v, B, S, A, dpk, dq, dv):
                 dq_b[a] += d
                 DV[a] += gs * th
 
+
 @vector_kernel
-def context_forward(w, h, h_off, hs0, hs1, out, B, S, C):
+def _context_forward(w, h, h_off, hs0, hs1, out, B, S, C):
     W, Hb, O = as_array(w), as_array(h), as_array(out)
     for b in range(B):
         c = O[b * C:(b + 1) * C]
@@ -150,7 +73,7 @@ def context_forward(w, h, h_off, hs0, hs1, out, B, S, C):
 
 
 @vector_kernel
-def context_backward(g, w, h, h_off, hs0, hs1, dw, dh, B, S, C):
+def _context_backward(g, w, h, h_off, hs0, hs1, dw, dh, B, S, C):
     """dw (B, S) and dh (B, S, C, packed) are overwritten."""
     G, W, Hb, DW, DH = as_array(g), as_array(w), as_array(h), as_array(dw), as_array(dh)
     for b in range(B):
@@ -167,15 +90,21 @@ def context_backward(g, w, h, h_off, hs0, hs1, dw, dh, B, S, C):
             DW[b * S + s] = dot
 
 
-# ============================================================================ the interface
-_CF, _CB = "T T i i i T i i i", "T T T i i i T T i i i"
-_AF = "T T T T T i i i F"
-register(globals(),
-         reference=dict(ADDITIVE_SCORE_FORWARD=by_typecode(additive_score_forward_reference, _AF),
-                        additive_score_backward=additive_score_backward_reference,
-                        CONTEXT_FORWARD=by_typecode(context_forward_reference, _CF),
-                        CONTEXT_BACKWARD=by_typecode(context_backward_reference, _CB)),
-         fast=dict(ADDITIVE_SCORE_FORWARD=by_typecode(additive_score_forward_fast, _AF),
-                   additive_score_backward=additive_score_backward_fast,
-                   CONTEXT_FORWARD=by_typecode(context_forward, _CF),
-                   CONTEXT_BACKWARD=by_typecode(context_backward, _CB)))
+_ADDITIVE_SCORE_FORWARD = by_typecode(_additive_score_forward, "T T T T T i i i F")
+_CONTEXT_FORWARD = by_typecode(_context_forward, "T T i i i T i i i")
+_CONTEXT_BACKWARD = by_typecode(_context_backward, "T T T i i i T T i i i")
+
+
+def additive_score_forward(pk, q, v, t, scores, B, S, A):
+    """scores[b, s] = sum_a v[a] * t[b, s, a],  t = tanh(pk[b, s, a] + q[b, a]) (kept)."""
+    _ADDITIVE_SCORE_FORWARD[pk.typecode](pk, q, v, t, scores, B, S, A, pk.typecode == "f")
+
+
+def context_forward(w, h, h_off, hs0, hs1, out, B, S, C):
+    """out[b, c] = sum_s w[b, s] h[b, s, c];  h[b, s, c] = h[h_off + b*hs0 + s*hs1 + c]."""
+    _CONTEXT_FORWARD[h.typecode](w, h, h_off, hs0, hs1, out, B, S, C)
+
+
+def context_backward(g, w, h, h_off, hs0, hs1, dw, dh, B, S, C):
+    """dw[b, s] = g[b] . h[b, s];  dh[b, s, c] = w[b, s] g[b, c] (both overwritten; dh packed)."""
+    _CONTEXT_BACKWARD[h.typecode](g, w, h, h_off, hs0, hs1, dw, dh, B, S, C)

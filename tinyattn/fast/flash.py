@@ -1,49 +1,29 @@
-"""Fused scaled dot-product attention: FlashAttention (Dao et al., 2022; Dao, 2023) in numba.
+"""Fused scaled dot-product attention, fast: kernels/flash.py's algorithm, tiled for the cache,
+on the matmul micro-kernel, on all cores.
 
-For one batch entry (a head) with queries Q (L, E), keys K (S, E), values V (S, Ev):
+The equations, the buffer layout, the rules for masked rows (o_i = 0, lse_i = +inf, zero
+gradients) and the algorithm (query tiles outside, key tiles inside, a running maximum m and sum
+l per row, rescaled by exp(m_old - m_new); a backward that recomputes p from lse with key tiles
+outside) are those of kernels/flash.py. What is different here:
 
-    s[i, j] = scale * q_i . k_j + m[i, j]          m: additive mask (0 / -inf), causal: -inf for j > i
-    p[i, j] = exp(s[i, j] - lse_i),                 lse_i = log sum_j exp(s[i, j])
-    o_i     = sum_j p[i, j] v_j                                                       out (L, Ev)
+1. Tiles of BR x BC (shrunk for short sequences, `block_sizes`). The scores of a tile pair,
+   Q_t K_t^T, and its output product P_t V_t are small matmuls on the register-tiled micro-kernel
+   of matmul.py (`_tile_mm`), with K^T and V packed once per head (`_pack_strips`, `_pack_head`)
+   so that the micro-kernel reads contiguous 16-wide rows. Sums run in the buffers' precision.
+2. Lazy rescaling (FlashAttention-4's conditional rescaling): the shift m need not be the true
+   maximum, only close enough that e^(s_j - m) cannot overflow. After a row's first tile, a tile
+   is exponentiated with the old m in the same pass that finds its maximum (`_exp_row`), and m
+   moves (with the rescale) only when a score exceeds it by more than LAZY_RESCALE: one pass
+   over the scores instead of two (measured: benchmarks/RESULTS.md, LAZY_RESCALE).
+3. Vector loops: the exponentials are exp.py's arithmetic exp (float32 rows in float32 lanes),
+   the row maximum an integer maximum over order-preserving keys (`row_key`).
+4. Causal masks skip every key tile above the diagonal, as the reference does, and the forward
+   computes a query tile's last key tile only up to its last visible key (rounded up to 16).
+5. Backward: five micro-kernel matmuls per tile pair: S = Q K^T, dV += P^T dO, dP = dO V^T,
+   dK += dS^T Q, dQ += dS K; dQ of a head accumulates in a per-head buffer.
+6. Threads: the forward shares (head, query tile) units among the cores, the backward whole heads.
 
-Backward, with g_i = dL/do_i and D_i = g_i . o_i (= sum_j p[i, j] g_i . v_j):
-
-    dv_j = sum_i p[i, j] g_i
-    ds[i, j] = p[i, j] (g_i . v_j - D_i)
-    dq_i = scale * sum_j ds[i, j] k_j,   dk_j = scale * sum_i ds[i, j] q_i
-
-Nothing of size L x S is ever stored: the forward keeps only lse (L,) for the backward, which
-recomputes p block by block. A row whose keys are all masked gets o_i = 0, lse_i = +inf (so that
-the backward's p is exp(-inf) = 0), and zero gradients -- where PyTorch's kernels give NaN.
-
-Buffers: q (nb, L, E), k (nb, S, E), v (nb, S, Ev), out (nb, L, Ev), dq/dk/dv like q/k/v, all
-contiguous; lse (nb, L). The mask, when `has_mask`, is a strided view: element (b, i, j) at
-mask[m_off + (b // nb1)*m_s0 + (b % nb1)*m_s1 + i*m_sl + j*m_ss] (a batch of (nb0, nb1) entries,
-e.g. (B, H), any stride may be 0 for broadcast). The caller validates every shape and stride.
-
-The reference tier (`flash_forward_reference`, `flash_backward_reference`) is the equations above as
-plain loops, one query row at a time, three passes (scores and max, exps and sum, weighted sum of v),
-summed in float64: the oracle. The fast tier is FlashAttention's tiling:
-
-1. Queries in blocks of BR rows, keys in blocks of BC. A block of scores Q_blk K_blk^T (BR x BC)
-   is one small matmul on the register-tiled micro-kernel of matmul.py, with K^T packed once per
-   head so that the micro-kernel reads contiguous 16-wide rows.
-2. Online softmax: each row keeps a running maximum m and normaliser l. When a block brings a
-   larger maximum m', the sums so far are rescaled by exp(m - m'):  l <- l e^(m - m') + sum_j
-   e^(s_j - m'),  o <- o e^(m - m') + sum_j e^(s_j - m') v_j. After the last block, o / l is the
-   softmax-weighted sum and m + log l is lse. The shift m need not be the true maximum, only
-   close enough that e^(s_j - m) cannot overflow: after a row's first block, a block is
-   exponentiated with the old m in the same pass that finds its maximum, and m moves (with the
-   rescale) only when a score exceeds it by more than LAZY_RESCALE (FlashAttention-4's
-   conditional rescaling). One pass over the scores instead of two; ~4% of the forward.
-3. Causal masks skip every key block that lies wholly above the diagonal (half the work), and
-   the forward computes a query block's last key block only up to its last visible key.
-4. Backward (FlashAttention-2's order): per head, key blocks outside, query blocks inside; dk and dv
-   of a key block accumulate in scratch, dq in a per-head buffer. Five micro-kernel matmuls per
-   block pair: S = Q K^T, dV += P^T dO, dP = dO V^T, dK += dS^T Q, dQ += dS K.
-5. Threads: the forward shares (head, query block) units among the cores, the backward whole heads.
-
-Chapter 10 of the tour (docs/10-flash-attention.md) walks through this file.
+Chapter 10 of the tour (docs/10-flash-attention.md) walks through kernels/flash.py, then this file.
 """
 import array
 import math
@@ -54,14 +34,14 @@ import numba
 from . import threads
 from .buffers import as_array
 from .exp import exp_below_88, from_row_key, like, row_key
-from .jit import cached, inline, kernel, out_of_line, vector_kernel
+from .jit import cached, inline, out_of_line, vector_kernel
 from .matmul import MR, NR, _micro, tile_strips
-from .tiers import register
 
-__all__ = ["flash_forward", "flash_backward", "BR", "BC"]
+__all__ = ["flash_forward", "flash_backward"]
 
-# Block sizes: a BR x BC block of scores (32 KiB in fp32 at 64 x 128) and the BR x E block of Q
+# Tile sizes: a BR x BC tile of scores (32 KiB in fp32 at 64 x 128) and the BR x E tile of Q
 # stay in L1/L2 while the micro-kernel runs over them. Multiples of MR (8) and NR (16).
+# (measured: benchmarks/RESULTS.md, BR, BC)
 BR = 64
 BC = 128
 
@@ -69,116 +49,6 @@ BC = 128
 # <= e^16 ~ 9e6, so neither l nor o can overflow float32 (3.4e38) for any realistic S and |v|.
 LAZY_RESCALE = 16.0
 
-
-# ============================================================================ the reference tier
-
-@kernel
-def _forward_reference(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causal, scale,
-                       out, lse, row, nb1, nb, L, S, E, Ev):
-    """The equations of the module docstring, one query row at a time, in three passes; `row` is
-    scratch for one row of scores (S,). Sums in float64."""
-    for b in range(nb):
-        m_base = m_off + (b // nb1) * m_s0 + (b % nb1) * m_s1
-        for i in range(L):
-            # pass 1: the scores s_j = scale * q_i . k_j + m_ij, and their maximum
-            top = -math.inf
-            for j in range(S):
-                s = 0.0
-                for e in range(E):
-                    s += float(q[(b * L + i) * E + e]) * float(k[(b * S + j) * E + e])
-                s *= scale
-                if has_mask:
-                    s += mask[m_base + i * m_sl + j * m_ss]
-                if causal and j > i:
-                    s = -math.inf
-                row[j] = s
-                top = max(top, s)
-            o = (b * L + i) * Ev
-            if top == -math.inf:            # every key masked: output 0, lse +inf (p = 0)
-                for c in range(Ev):
-                    out[o + c] = 0.0
-                lse[b * L + i] = math.inf
-                continue
-            # pass 2: p_j = exp(s_j - max) and their sum l
-            total = 0.0
-            for j in range(S):
-                row[j] = math.exp(row[j] - top)
-                total += row[j]
-            # pass 3: o_i = sum_j p_j v_j / l
-            for c in range(Ev):
-                acc = 0.0
-                for j in range(S):
-                    acc += row[j] * float(v[(b * S + j) * Ev + c])
-                out[o + c] = acc / total
-            lse[b * L + i] = top + math.log(total)
-
-
-@kernel
-def _backward_reference(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask,
-                        causal, scale, dq, dk, dv, nb1, nb, L, S, E, Ev, acc):
-    """dq, dk, dv from the module docstring's equations, recomputing p[i, j] = exp(s_ij - lse_i)
-    one pair (i, j) at a time. dq, dk, dv are overwritten. Their sums over i or j run in ``acc``
-    (float64, nb*(L*E + S*E + S*Ev) long) and are rounded to dq, dk, dv's dtype once at the end:
-    summed in float32 one term at a time, dk and dv of a causal T = 1024 head were further from
-    the exact values than the fast tier's (rms 7.5e-8 and 8.8e-8 against 4.1e-8 and 4.2e-8)."""
-    dq_, dk_, dv_ = 0, nb * L * E, nb * (L + S) * E      # where each sum starts in acc
-    for t in range(nb * (L * E + S * E + S * Ev)):
-        acc[t] = 0.0
-    for b in range(nb):
-        m_base = m_off + (b // nb1) * m_s0 + (b % nb1) * m_s1
-        for i in range(L):
-            qi = (b * L + i) * E
-            oi = (b * L + i) * Ev
-            d_i = 0.0                        # D_i = g_i . o_i
-            for c in range(Ev):
-                d_i += float(dout[oi + c]) * float(out[oi + c])
-            for j in range(S):
-                kj = (b * S + j) * E
-                vj = (b * S + j) * Ev
-                s = 0.0
-                for e in range(E):
-                    s += float(q[qi + e]) * float(k[kj + e])
-                s *= scale
-                if has_mask:
-                    s += mask[m_base + i * m_sl + j * m_ss]
-                if causal and j > i:
-                    s = -math.inf
-                p = math.exp(s - lse[b * L + i])     # 0 for masked keys (and all-masked rows)
-                if p == 0.0:
-                    continue
-                dp = 0.0                         # g_i . v_j
-                for c in range(Ev):
-                    dp += float(dout[oi + c]) * float(v[vj + c])
-                    acc[dv_ + vj + c] += p * dout[oi + c]
-                ds = p * (dp - d_i) * scale
-                for e in range(E):
-                    acc[dq_ + qi + e] += ds * k[kj + e]
-                    acc[dk_ + kj + e] += ds * q[qi + e]
-    for t in range(nb * L * E):
-        dq[t] = acc[dq_ + t]
-    for t in range(nb * S * E):
-        dk[t] = acc[dk_ + t]
-    for t in range(nb * S * Ev):
-        dv[t] = acc[dv_ + t]
-
-
-def flash_forward_reference(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causal,
-                            scale, out, lse, nb1, nb, L, S, E, Ev):
-    """out, lse = attention forward (module docstring), plain loops."""
-    row = array.array("d", bytes(8 * max(S, 1)))
-    _forward_reference(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causal, scale,
-                       out, lse, row, nb1, nb, L, S, E, Ev)
-
-
-def flash_backward_reference(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss,
-                             has_mask, causal, scale, dq, dk, dv, nb1, nb, L, S, E, Ev):
-    """dq, dk, dv of attention (module docstring), plain loops."""
-    acc = array.array("d", bytes(8 * nb * (L * E + S * E + S * Ev)))
-    _backward_reference(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask,
-                        causal, scale, dq, dk, dv, nb1, nb, L, S, E, Ev, acc)
-
-
-# ============================================================================ the fast tier
 
 def _up(n, m):
     return (n + m - 1) // m * m
@@ -195,8 +65,9 @@ def _tile_mm(a, a_pos, a_rs, a_ps, b, b_pos, b_ss, b_ps, kc, c, c_pos, c_rs, M, 
     MR, N of NR. A[i, p] = a[a_pos + i*a_rs + p*a_ps], C[i, j] = c[c_pos + i*c_rs + j], and B in
     16-wide strips: B[p, s*NR + t] = b[b_pos + s*b_ss + p*b_ps + t] (a row-major B has b_ss = NR;
     a packed one b_ps = NR, b_ss = NR * kc). Every element must be in bounds (nothing is checked).
-    A function of its own on every CPU (out_of_line: LLVM inlined it when compiling for Haswell):
-    the five matmuls of the backward share one copy."""
+    A function of its own on every CPU (`out_of_line`): whether LLVM inlines it depends on its
+    cost model for the target CPU, and inlined into the forward and backward it ran slower
+    (measured: benchmarks/RESULTS.md, _tile_mm); the five matmuls of the backward share one copy."""
     out_of_line()
     tw = NR * tile_strips(c)                 # a tile's columns: 16, or 32 (two strips)
     for j in range(0, N, tw):                # a 16- or 32-wide strip of B stays in L1 ...
@@ -293,7 +164,8 @@ def _row_scores(a, a_pos, kt, kt_pos, E, srow, n):
 def _probs_row(srow, nv, n, scale, mk, m_pos, m_ss, has_mask, lse):
     """One row of a block pair in the backward: srow[j] = exp(scale * srow[j] + mask_j - lse)
     for j < nv (the forward's weights, recomputed), 0 for nv <= j < n. With a mask, a loop of
-    its own: the same work inside `_exp_row` ran at 0.62 ns per element instead of 0.51 (Zen 3)."""
+    its own: inside `_exp_row` the same work ran slower (measured: benchmarks/RESULTS.md,
+    _probs_row)."""
     if not has_mask:
         _exp_row(srow, nv, n, scale, mk, m_pos, m_ss, False, lse, False)
         return
@@ -391,8 +263,8 @@ def _forward_units(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causa
         n_keys = min(S, i0 + rows) if causal else S     # causal: no key beyond the last row
         for j0 in range(0, n_keys, bc):
             # Only the block's columns up to its last visible key (rounded up to the tile's 16):
-            # the last block of a causal row, or of a sequence that is not a multiple of bc.
-            # Causal forward, T = 1024, Zen 3: 5% faster (20.5 -> 19.5 ms, 8 of 8 rounds).
+            # the last block of a causal row, or of a sequence that is not a multiple of bc
+            # (measured: benchmarks/RESULTS.md, nc).
             nc = min(bc, (n_keys - j0 + NR - 1) // NR * NR)
             # scores of the block pair: (br, E) @ (E, nc)
             _tile_mm(a_src, a_pos, E, 1, W, kt + j0 * E, NR * E, NR, E, W, sb, bc, br, nc, False)
@@ -602,9 +474,3 @@ def flash_backward(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss,
             _scratch(typecode, size))
 
     threads.parallel_for(run, nb)
-
-
-register(globals(),
-         reference={"flash_forward": flash_forward_reference,
-                    "flash_backward": flash_backward_reference},
-         fast={"flash_forward": flash_forward, "flash_backward": flash_backward})

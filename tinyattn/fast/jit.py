@@ -107,6 +107,15 @@ def _cache_lock(locator):
             os.close(fd)  # releases the lock
 
 
+def adopt(module):
+    """Give the compiled functions of `module`, a reference file (tinyattn/kernels/) whose loops
+    the fast backend runs as they are, this file's disk cache: saves under the lock, since the
+    compile-ahead process compiles some of them too, and loads without numba's refresh."""
+    for fn in vars(module).values():
+        if type(getattr(fn, "_cache", None)) is FunctionCache:
+            fn._cache = _LockedCache(fn.py_func)
+
+
 def kernel(fn):
     return _njit(fn, nogil=True, error_model="numpy")
 

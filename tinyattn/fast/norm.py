@@ -1,84 +1,26 @@
-"""Layer normalisation of the rows of a contiguous (N, D) buffer, forward and backward, fused;
-and batch normalisation of the channels of an (N, C, L) buffer (at the end of the file).
+"""Layer norm and batch norm, fast: kernels/norm.py's five functions, vectorised.
 
-Per row x of D elements (eps inside the square root, biased variance, as in PyTorch):
+The equations and the buffer layouts are those of kernels/norm.py. What is different here: each
+row (a row of layer norm, an (n, c) row of L values for batch norm) is sliced out of its buffer
+and indexed from 0 (no negative-index check per element), the branches on has_w / has_b sit
+outside the loops, and sums may be reordered (`vector_kernel`), so every loop vectorises. Batch
+norm's forward folds the four per-channel numbers into one multiply-add per element. Each function
+is compiled once per buffer typecode (`jit.by_typecode`: the ops' calls skip numba's type
+dispatch).
 
-    mean = sum(x) / D          var = sum((x - mean)^2) / D          rstd = 1 / sqrt(var + eps)
-    xhat = (x - mean) * rstd   y = xhat * w + b
-
-Backward, with upstream gradient g and gy = g * w (w = 1 when absent):
-
-    dx = rstd * (gy - mean(gy) - xhat * mean(gy * xhat))
-    dw = sum over rows of g * xhat          db = sum over rows of g
-
-Composed from primitives this is ~10 ops forward and ~20 backward, each a pass over the whole
-tensor; fused it is one pass (two loops over each row) each way.
-
-Tiers: `layer_norm_forward_reference` / `_backward_reference` index the flat buffers directly and
-follow the equations line by line; the fast kernels slice each row out (indexed from 0, no
-negative-index check), keep the weight / bias branches outside the loops and let the sums be
-reordered, so every loop vectorises.
-
-Chapter 5 of the tour (docs/05-transformer.md) walks through this file.
+Chapter 5 of the tour (docs/05-transformer.md) walks through kernels/norm.py.
 """
 import math
 
 from .buffers import as_array
-from .jit import by_typecode, kernel, vector_kernel
-from .tiers import register
+from .jit import by_typecode, vector_kernel
+
+__all__ = ["layer_norm_forward", "layer_norm_backward", "batch_norm_stats", "batch_norm_forward",
+           "batch_norm_backward"]
 
 
-@kernel
-def layer_norm_forward_reference(x, w, b, has_w, has_b, out, mean, rstd, N, D, eps):
-    """out = layer_norm(x) row by row; mean and rstd (N, float64) are kept for backward."""
-    for n in range(N):
-        row = n * D
-        mu = 0.0
-        for d in range(D):
-            mu += x[row + d]
-        mu /= D
-        var = 0.0
-        for d in range(D):
-            var += (x[row + d] - mu) ** 2
-        var /= D
-        denom = math.sqrt(var + eps)
-        r = 1.0 / denom if denom > 0.0 else math.inf
-        mean[n] = mu
-        rstd[n] = r
-        for d in range(D):
-            y = (x[row + d] - mu) * r
-            if has_w:
-                y *= w[d]
-            if has_b:
-                y += b[d]
-            out[row + d] = y
-
-
-@kernel
-def layer_norm_backward_reference(g, x, w, has_w, mean, rstd, dx, dw, db, N, D):
-    """dx = rstd * (gy - mean(gy) - xhat * mean(gy * xhat)) per row, gy = g * w; dw, db (zeroed by
-    the caller) accumulate sum g * xhat and sum g over the rows."""
-    for n in range(N):
-        row = n * D
-        mean_gy = 0.0
-        mean_gy_xhat = 0.0
-        for d in range(D):
-            xhat = (x[row + d] - mean[n]) * rstd[n]
-            gy = g[row + d] * (w[d] if has_w else 1.0)
-            mean_gy += gy / D
-            mean_gy_xhat += gy * xhat / D
-            dw[d] += g[row + d] * xhat
-            db[d] += g[row + d]
-        for d in range(D):
-            xhat = (x[row + d] - mean[n]) * rstd[n]
-            gy = g[row + d] * (w[d] if has_w else 1.0)
-            dx[row + d] = rstd[n] * (gy - mean_gy - xhat * mean_gy_xhat)
-
-
-# Rows are sliced out of the buffers and indexed from 0, the branches on has_w / has_b sit
-# outside the loops, and sums may be reordered (vector_kernel): so every loop vectorises.
 @vector_kernel
-def layer_norm_forward(x, w, b, has_w, has_b, out, mean, rstd, N, D, eps):
+def _layer_norm_forward(x, w, b, has_w, has_b, out, mean, rstd, N, D, eps):
     """out = layer_norm(x) row by row; mean and rstd (N, float64) are kept for backward.
     w and b are read only when has_w / has_b (the caller passes some float buffer otherwise)."""
     X, W, Bb, Y = as_array(x), as_array(w), as_array(b), as_array(out)
@@ -112,7 +54,7 @@ def layer_norm_forward(x, w, b, has_w, has_b, out, mean, rstd, N, D, eps):
 
 
 @vector_kernel
-def layer_norm_backward(g, x, w, has_w, mean, rstd, dx, dw, db, N, D):
+def _layer_norm_backward(g, x, w, has_w, mean, rstd, dx, dw, db, N, D):
     """dx (N, D) from g and the saved mean / rstd; dw and db (D, float64, zeroed by the caller)
     accumulate over the rows."""
     G, X, W, DX = as_array(g), as_array(x), as_array(w), as_array(dx)
@@ -145,15 +87,10 @@ def layer_norm_backward(g, x, w, has_w, mean, rstd, dx, dw, db, N, D):
 
 
 # --------------------------------------------------------------------------- batch norm
-# The same equations per channel c of an (N, C, L) buffer (L = H*W), over the N*L values of c:
-#     y = (x - mean_c) * rstd_c * w_c + b_c
-#     dx = rstd_c * (gy - mean(gy) - xhat * mean(gy * xhat)),  gy = g * w_c   (batch statistics)
-#     dx = rstd_c * gy                                                          (running statistics)
-# One version, registered for both tiers: each (n, c) row of L values is a slice indexed from 0.
 
 
 @vector_kernel
-def batch_norm_stats(x, mean, rstd, N, C, L, eps):
+def _batch_norm_stats(x, mean, rstd, N, C, L, eps):
     """mean[c] and rstd[c] = 1 / sqrt(biased var + eps) over the N*L values of channel c."""
     X = as_array(x)
     M = N * L
@@ -176,7 +113,7 @@ def batch_norm_stats(x, mean, rstd, N, C, L, eps):
 
 
 @vector_kernel
-def batch_norm_apply(x, mean, rstd, w, b, out, N, C, L):
+def _batch_norm_forward(x, mean, rstd, w, b, out, N, C, L):
     """out = (x - mean[c]) * rstd[c] * w[c] + b[c] (the caller passes w = 1, b = 0 when absent)."""
     X, Y = as_array(x), as_array(out)
     for n in range(N):
@@ -190,7 +127,7 @@ def batch_norm_apply(x, mean, rstd, w, b, out, N, C, L):
 
 
 @vector_kernel
-def batch_norm_backward(g, x, mean, rstd, w, batch_stats, dx, dw, db, N, C, L):
+def _batch_norm_backward(g, x, mean, rstd, w, batch_stats, dx, dw, db, N, C, L):
     """dx, and dw[c] = sum g * xhat, db[c] = sum g (float64, zeroed by the caller)."""
     G, X, DX = as_array(g), as_array(x), as_array(dx)
     M = N * L
@@ -218,12 +155,33 @@ def batch_norm_backward(g, x, mean, rstd, w, batch_stats, dx, dw, db, N, C, L):
                 dr[i] = k * gr[i] - r * (m_gy + xhat * m_gyx)
 
 
-_FWD, _BWD = "T T T b b T @d @d i i f", "T T T b @d @d T @d @d i i"
-_BN = dict(BN_STATS=by_typecode(batch_norm_stats, "T @d @d i i i f"),
-           BN_APPLY=by_typecode(batch_norm_apply, "T @d @d @d @d T i i i"),
-           BN_BACKWARD=by_typecode(batch_norm_backward, "T T @d @d @d b T @d @d i i i"))
-register(globals(),
-         reference=dict(FORWARD=by_typecode(layer_norm_forward_reference, _FWD),
-                        BACKWARD=by_typecode(layer_norm_backward_reference, _BWD), **_BN),
-         fast=dict(FORWARD=by_typecode(layer_norm_forward, _FWD),
-                   BACKWARD=by_typecode(layer_norm_backward, _BWD), **_BN))
+_LAYER_NORM_FORWARD = by_typecode(_layer_norm_forward, "T T T b b T @d @d i i f")
+_LAYER_NORM_BACKWARD = by_typecode(_layer_norm_backward, "T T T b @d @d T @d @d i i")
+_BATCH_NORM_STATS = by_typecode(_batch_norm_stats, "T @d @d i i i f")
+_BATCH_NORM_FORWARD = by_typecode(_batch_norm_forward, "T @d @d @d @d T i i i")
+_BATCH_NORM_BACKWARD = by_typecode(_batch_norm_backward, "T T @d @d @d b T @d @d i i i")
+
+
+def layer_norm_forward(x, w, b, has_w, has_b, out, mean, rstd, N, D, eps):
+    """out = layer_norm(x) row by row; mean and rstd (N, float64) are kept for backward."""
+    _LAYER_NORM_FORWARD[x.typecode](x, w, b, has_w, has_b, out, mean, rstd, N, D, eps)
+
+
+def layer_norm_backward(g, x, w, has_w, mean, rstd, dx, dw, db, N, D):
+    """dx per row; dw, db (D, float64, zeroed by the caller) accumulate over the rows."""
+    _LAYER_NORM_BACKWARD[x.typecode](g, x, w, has_w, mean, rstd, dx, dw, db, N, D)
+
+
+def batch_norm_stats(x, mean, rstd, N, C, L, eps):
+    """mean[c] and rstd[c] = 1 / sqrt(biased var + eps) over the N*L values of channel c."""
+    _BATCH_NORM_STATS[x.typecode](x, mean, rstd, N, C, L, eps)
+
+
+def batch_norm_forward(x, mean, rstd, w, b, out, N, C, L):
+    """out = (x - mean[c]) * rstd[c] * w[c] + b[c]."""
+    _BATCH_NORM_FORWARD[x.typecode](x, mean, rstd, w, b, out, N, C, L)
+
+
+def batch_norm_backward(g, x, mean, rstd, w, batch_stats, dx, dw, db, N, C, L):
+    """dx, and dw[c] = sum g * xhat, db[c] = sum g (float64)."""
+    _BATCH_NORM_BACKWARD[x.typecode](g, x, mean, rstd, w, batch_stats, dx, dw, db, N, C, L)

@@ -22,9 +22,9 @@ file.
 import math
 
 from .. import _shapes
+from .. import backend
 from .. import dtypes as _dt
 from ..autograd import Function
-from ..fast import attention as KA
 from ..creation import arange, tensor
 from ..tensor import Tensor, _empty, _zeros
 from . import flash as _flash
@@ -45,9 +45,8 @@ class AdditiveScore(Function):
         pk, q, v = packed(pk), packed(q), packed(v)
         t = _empty((B, S, A), pk.dtype)
         scores = _empty((B, S), pk.dtype)
-        KA.ADDITIVE_SCORE_FORWARD[pk.dtype.typecode](pk._data, q._data, v._data, t._data,
-                                                     scores._data, B, S, A,
-                                                     pk.dtype.typecode == "f")
+        backend.attention.additive_score_forward(pk._data, q._data, v._data, t._data,
+                                                 scores._data, B, S, A)
         ctx.save_for_backward(t, v)
         return scores
 
@@ -58,8 +57,8 @@ class AdditiveScore(Function):
         dpk = _empty((B, S, A), t.dtype)
         dq = _zeros((B, A), t.dtype)
         dv = _zeros(v.shape, t.dtype)  # (A,), or (1, A): v.weight of a Linear(A, 1)
-        KA.additive_score_backward(packed(g)._data, t._data, v._data, B, S, A, dpk._data,
-                                   dq._data, dv._data)
+        backend.attention.additive_score_backward(packed(g)._data, t._data, v._data, B, S, A,
+                                                  dpk._data, dq._data, dv._data)
         return dpk, dq, dv
 
 
@@ -87,9 +86,8 @@ class Context(Function):
         B, S, C = keys.shape
         w = packed(weights)
         out = _empty((B, C), keys.dtype)
-        KA.CONTEXT_FORWARD[keys.dtype.typecode](w._data, keys._data, keys._offset,
-                                                keys._strides[0], keys._strides[1], out._data,
-                                                B, S, C)
+        backend.attention.context_forward(w._data, keys._data, keys._offset, keys._strides[0],
+                                          keys._strides[1], out._data, B, S, C)
         if ctx.needs_input_grad:
             ctx.w = w
         return out
@@ -100,9 +98,9 @@ class Context(Function):
         B, S, C = keys.shape
         dw = _empty((B, S), keys.dtype)
         dk = _empty((B, S, C), keys.dtype)
-        KA.CONTEXT_BACKWARD[keys.dtype.typecode](packed(g)._data, ctx.w._data, keys._data,
-                                                 keys._offset, keys._strides[0],
-                                                 keys._strides[1], dw._data, dk._data, B, S, C)
+        backend.attention.context_backward(packed(g)._data, ctx.w._data, keys._data,
+                                           keys._offset, keys._strides[0], keys._strides[1],
+                                           dw._data, dk._data, B, S, C)
         return dw, dk
 
 

@@ -2,7 +2,8 @@
 
     FlashAttention   q (..., L, E), k (..., S, E), v (..., S, Ev) -> out (..., L, Ev)
                      saves lse (..., L) = log sum_j exp(s_ij); the backward recomputes the weights
-                     block by block (kernels/flash.py has the equations and both tiers).
+                     tile by tile (kernels/flash.py has the equations and the algorithm;
+                     fast/flash.py the same, tiled for the cache and threaded).
 
 `scaled_dot_product_attention` (ops/attention.py) takes this path when it can: no dropout, no
 weights asked for, and a mask that needs no gradient. Otherwise, or inside
@@ -21,10 +22,10 @@ from array import array
 from contextlib import contextmanager
 
 from .. import _shapes
+from .. import backend
 from .. import dtypes as _dt
 from ..autograd import Function
 from ..creation import zeros
-from ..fast import flash as KF
 from ..tensor import _empty
 from ._launch import packed
 from .elementwise import where
@@ -82,8 +83,8 @@ class FlashAttention(Function):
         lse = _empty(batch + (L,), q.dtype)
         margs = _mask_args(mask, q.dtype)
         if nb and L:
-            KF.flash_forward(q._data, k._data, v._data, *margs, causal, scale,
-                             out._data, lse._data, nb1, nb, L, S, E, Ev)
+            backend.flash.flash_forward(q._data, k._data, v._data, *margs, causal, scale,
+                                        out._data, lse._data, nb1, nb, L, S, E, Ev)
         if ctx.needs_input_grad:
             ctx.saved = (q, k, v, out, lse, margs, causal, scale)
         return out
@@ -98,9 +99,9 @@ class FlashAttention(Function):
             return (_empty(q.shape, q.dtype), zeros(k.shape, dtype=q.dtype),
                     zeros(v.shape, dtype=q.dtype), None, None, None)
         dq, dk, dv = _empty(q.shape, q.dtype), _empty(k.shape, q.dtype), _empty(v.shape, q.dtype)
-        KF.flash_backward(q._data, k._data, v._data, out._data, packed(g)._data, lse._data,
-                          *margs, causal, scale, dq._data, dk._data, dv._data,
-                          batch[-1] if batch else 1, nb, L, S, E, Ev)
+        backend.flash.flash_backward(q._data, k._data, v._data, out._data, packed(g)._data,
+                                     lse._data, *margs, causal, scale, dq._data, dk._data,
+                                     dv._data, batch[-1] if batch else 1, nb, L, S, E, Ev)
         return dq, dk, dv, None, None, None
 
 

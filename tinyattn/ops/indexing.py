@@ -31,7 +31,7 @@ from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import Function, bump_version, no_grad
 from ..creation import full, tensor
-from ..fast import index as KI
+from .. import backend
 from ..tensor import Tensor, _empty, _make
 from ._launch import check_tensor, copy, copy_into, packed, tensor_from_scalar
 from .elementwise import eq, ge, le, ne, where
@@ -57,14 +57,15 @@ class IndexRows(Function):
     def forward(ctx, src, rows):
         n, L = rows.numel(), src.shape[1]
         out = _empty((n, L), src.dtype)
-        KI.gather_rows(packed(src)._data, rows._data, out._data, n, L)
+        backend.index.gather_rows(packed(src)._data, rows._data, out._data, n, L)
         return out
 
     @staticmethod
     def backward(ctx, g):
         src, rows = ctx.inputs
         out = _make(_dt.zeros_buffer(g.dtype, src.numel()), src.shape, g.dtype)
-        KI.scatter_add_rows(packed(g)._data, rows._data, out._data, rows.numel(), src.shape[1])
+        backend.index.scatter_add_rows(packed(g)._data, rows._data, out._data, rows.numel(),
+                                       src.shape[1])
         return out, None
 
 
@@ -82,10 +83,10 @@ def checked_index(op, idx, size, dim, allow_negative=True, empty_any_dtype=False
     out = _empty(idx.shape, _int64)
     if n:
         if idx._packed:
-            bad = KI.wrap_indices(idx._data, 0, 1, n, size, out._data, allow_negative)
+            bad = backend.index.wrap_indices(idx._data, 0, 1, n, size, out._data, allow_negative)
         else:
             p = packed(idx)
-            bad = KI.wrap_indices(p._data, 0, 1, n, size, out._data, allow_negative)
+            bad = backend.index.wrap_indices(p._data, 0, 1, n, size, out._data, allow_negative)
             idx = p
         if bad >= 0:
             value = idx._data[bad] if idx._packed else idx.tolist_flat()[bad]
@@ -326,7 +327,7 @@ def _nonzero(mask):
     """One int64 tensor per dim of `mask`: the coordinates of its True entries (row-major)."""
     m = packed(mask)
     flat = _dt.zeros_buffer(_dt.int64, m.numel())
-    count = KI.nonzero_flat(m._data, m.numel(), flat) if m.numel() else 0
+    count = backend.index.nonzero_flat(m._data, m.numel(), flat) if m.numel() else 0
     flat = flat[:count]
     coords = []
     for n in reversed(mask.shape):
@@ -413,7 +414,7 @@ def _write(x, index, value):
         else:
             vals = copy(expand(tensor_from_scalar(_dt.checked(x.dtype, value, "setitem"),
                                                   x.dtype), target.shape))
-        KI.put(copy(target)._data, vals._data, x._data, target.numel())
+        backend.index.put(copy(target)._data, vals._data, x._data, target.numel())
 
 
 def _is_basic(index):
@@ -447,7 +448,7 @@ class Embedding(Function):
     def forward(ctx, weight, rows, out_shape, padding_idx, scale_grad_by_freq=False):
         n, d = rows.numel(), weight.shape[1]
         out = _empty(out_shape, weight.dtype)
-        KI.gather_rows(packed(weight)._data, rows._data, out._data, n, d)
+        backend.index.gather_rows(packed(weight)._data, rows._data, out._data, n, d)
         return out
 
     @staticmethod
@@ -455,10 +456,11 @@ class Embedding(Function):
         weight, rows, _, padding_idx, scale_grad_by_freq = ctx.inputs
         n, d = rows.numel(), weight.shape[1]
         out = _make(_dt.zeros_buffer(g.dtype, weight.numel()), weight.shape, g.dtype)
-        KI.scatter_add_rows(packed(g)._data, rows._data, out._data, n, d)
+        backend.index.scatter_add_rows(packed(g)._data, rows._data, out._data, n, d)
         if scale_grad_by_freq:
             count = _dt.zeros_buffer(g.dtype, weight.shape[0])
-            KI.scatter_add_rows(array(g.dtype.typecode, [1]) * n, rows._data, count, n, 1)
+            ones = array(g.dtype.typecode, [1]) * n
+            backend.index.scatter_add_rows(ones, rows._data, count, n, 1)
             data = out._data
             for r, c in enumerate(count):
                 if c > 1:

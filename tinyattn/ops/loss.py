@@ -25,7 +25,7 @@ from array import array
 
 from .. import dtypes as _dt
 from ..autograd import Function
-from ..fast import loss as KL
+from .. import backend
 from ..tensor import Tensor, _empty, _make, _zeros
 from ._launch import copy, packed
 from .elementwise import add, mul, neg, sub
@@ -97,8 +97,8 @@ class CrossEntropyRows(Function):
         M, C = x.shape
         losses = _empty((M,), x.dtype)
         lse = _empty((M,), _dt.float64)
-        KL.cross_entropy_forward(x._data, targets._data, weight, has_weight, ignore_index, eps, M,
-                                 C, losses._data, lse._data, stats)
+        backend.loss.cross_entropy_forward(x._data, targets._data, weight, has_weight,
+                                           ignore_index, eps, M, C, losses._data, lse._data, stats)
         ctx.lse = lse
         return losses
 
@@ -107,8 +107,9 @@ class CrossEntropyRows(Function):
         x, targets, weight, has_weight, ignore_index, eps, _ = ctx.inputs
         M, C = x.shape
         dx = _empty((M, C), x.dtype)
-        KL.cross_entropy_backward(packed(g)._data, x._data, targets._data, weight, has_weight,
-                                  ignore_index, eps, M, C, ctx.lse._data, dx._data)
+        backend.loss.cross_entropy_backward(packed(g)._data, x._data, targets._data, weight,
+                                            has_weight, ignore_index, eps, M, C, ctx.lse._data,
+                                            dx._data)
         return dx, None, None, None, None, None, None
 
 
@@ -142,7 +143,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     x, targets, shape = _rows_last("cross_entropy", input, target)
     M, C = x.shape
     wbuf, has_w = _weight_buffer("cross_entropy", weight, C, x.dtype)
-    bad = KL.check_targets(targets._data, M, C, ignore_index)
+    bad = backend.loss.check_targets(targets._data, M, C, ignore_index)
     if bad >= 0:
         _raise_bad_target("cross_entropy", targets, bad, C)
     stats = array("d", [0.0])
@@ -183,8 +184,8 @@ class NLLRows(Function):
     def forward(ctx, x, targets, weight, has_weight, ignore_index, stats):
         M, C = x.shape
         losses = _empty((M,), x.dtype)
-        KL.nll_forward(x._data, targets._data, weight, has_weight, ignore_index, M, C,
-                       losses._data, stats)
+        backend.loss.nll_forward(x._data, targets._data, weight, has_weight, ignore_index, M, C,
+                                 losses._data, stats)
         return losses
 
     @staticmethod
@@ -192,8 +193,8 @@ class NLLRows(Function):
         x, targets, weight, has_weight, ignore_index, _ = ctx.inputs
         M, C = x.shape
         dx = _zeros((M, C), x.dtype)
-        KL.nll_backward(packed(g)._data, targets._data, weight, has_weight, ignore_index, M, C,
-                        dx._data)
+        backend.loss.nll_backward(packed(g)._data, targets._data, weight, has_weight,
+                                  ignore_index, M, C, dx._data)
         return dx, None, None, None, None, None
 
 
@@ -209,7 +210,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,  
     x, targets, shape = _rows_last("nll_loss", input, target)
     M, C = x.shape
     wbuf, has_w = _weight_buffer("nll_loss", weight, C, x.dtype)
-    bad = KL.check_targets(targets._data, M, C, ignore_index)
+    bad = backend.loss.check_targets(targets._data, M, C, ignore_index)
     if bad >= 0:
         _raise_bad_target("nll_loss", targets, bad, C)
     stats = array("d", [0.0])
@@ -226,15 +227,15 @@ class BCEWithLogits(Function):
     @staticmethod
     def forward(ctx, x, t, pw):
         out = _empty(x.shape, x.dtype)
-        KL.bce_with_logits_forward(x._data, t._data, pw._data, x.numel(), out._data)
+        backend.loss.bce_with_logits_forward(x._data, t._data, pw._data, x.numel(), out._data)
         return out
 
     @staticmethod
     def backward(ctx, g):
         x, t, pw = ctx.inputs
         dx, dt, dpw = (_empty(x.shape, x.dtype) for _ in range(3))
-        KL.bce_with_logits_backward(packed(g)._data, x._data, t._data, pw._data, x.numel(),
-                                    dx._data, dt._data, dpw._data)
+        backend.loss.bce_with_logits_backward(packed(g)._data, x._data, t._data, pw._data,
+                                              x.numel(), dx._data, dt._data, dpw._data)
         return dx, dt, dpw
 
 

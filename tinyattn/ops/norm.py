@@ -16,9 +16,9 @@ Chapter 5 of the tour (docs/05-transformer.md) walks through this file.
 import math
 from array import array
 
+from .. import backend
 from .. import dtypes as _dt
 from ..autograd import Function
-from ..fast import norm as KL
 from ..tensor import Tensor, _empty, _make
 from ._launch import packed
 
@@ -39,8 +39,8 @@ class LayerNorm(Function):
         rstd = _dt.zeros_buffer(_dt.float64, N)
         w = xp if weight is None else packed(weight)
         b = xp if bias is None else packed(bias)
-        KL.FORWARD[x.dtype.typecode](xp._data, w._data, b._data, weight is not None,
-                                     bias is not None, out._data, mean, rstd, N, D, float(eps))
+        backend.norm.layer_norm_forward(xp._data, w._data, b._data, weight is not None,
+                                        bias is not None, out._data, mean, rstd, N, D, float(eps))
         ctx.save_for_backward(xp, w)
         ctx.mean, ctx.rstd = mean, rstd
         return out
@@ -54,8 +54,8 @@ class LayerNorm(Function):
         dx = _empty(x.shape, x.dtype)
         dw = _dt.zeros_buffer(_dt.float64, D)
         db = _dt.zeros_buffer(_dt.float64, D)
-        KL.BACKWARD[x.dtype.typecode](g._data, xp._data, w._data, weight is not None, ctx.mean,
-                                      ctx.rstd, dx._data, dw, db, N, D)
+        backend.norm.layer_norm_backward(g._data, xp._data, w._data, weight is not None,
+                                         ctx.mean, ctx.rstd, dx._data, dw, db, N, D)
         gw = gb = None
         if weight is not None and ctx.needs_input_grad[1]:
             gw = _make(array(weight.dtype.typecode, dw), weight.shape, weight.dtype)
@@ -101,7 +101,7 @@ class BatchNorm(Function):
         out = _empty(x.shape, x.dtype)
         w = _channel(weight, C, 1.0)
         b = _channel(bias, C, 0.0)
-        KL.BN_APPLY[x.dtype.typecode](xp._data, mean, rstd, w, b, out._data, N, C, L)
+        backend.norm.batch_norm_forward(xp._data, mean, rstd, w, b, out._data, N, C, L)
         ctx.xp, ctx.w = xp, w
         return out
 
@@ -113,7 +113,7 @@ class BatchNorm(Function):
         dx = _empty(x.shape, x.dtype)
         dw = _dt.zeros_buffer(_dt.float64, C)
         db = _dt.zeros_buffer(_dt.float64, C)
-        KL.BN_BACKWARD[x.dtype.typecode](packed(g)._data, ctx.xp._data, mean, rstd, ctx.w,
+        backend.norm.batch_norm_backward(packed(g)._data, ctx.xp._data, mean, rstd, ctx.w,
                                          batch_stats, dx._data, dw, db, N, C, L)
         gw = gb = None
         if weight is not None and ctx.needs_input_grad[1]:
@@ -159,7 +159,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                              f"input of shape {tuple(input.shape)}")
         mean = _dt.zeros_buffer(_dt.float64, C)
         rstd = _dt.zeros_buffer(_dt.float64, C)
-        KL.BN_STATS[x.dtype.typecode](x._data, mean, rstd, N, C, count // N, float(eps))
+        backend.norm.batch_norm_stats(x._data, mean, rstd, N, C, count // N, float(eps))
         m = 0.1 if momentum is None else momentum
         if running_mean is not None:
             new = [(1 - m) * r + m * v for r, v in zip(running_mean.tolist(), mean)]

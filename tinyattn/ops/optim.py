@@ -12,7 +12,7 @@ Chapter 5 of the tour (docs/05-transformer.md) uses them.
 from array import array
 
 from ..autograd import bump_version
-from ..fast import optim as K
+from .. import backend
 
 _EMPTY = {"f": array("f"), "d": array("d")}  # the momentum / max-moment buffer when unused
 
@@ -39,8 +39,8 @@ def sgd_step_(p, grad, momentum_buffer, *, lr, momentum, dampening, weight_decay
               maximize, first_step):
     """One SGD step on p in place (kernels/optim.py: sgd_step); momentum_buffer None if unused."""
     pb, gb, bb = _buffers(p, grad, momentum_buffer)
-    K.sgd_step(pb, gb, bb, p.numel(), lr, momentum, dampening, weight_decay, nesterov, maximize,
-               first_step)
+    backend.optim.sgd_step(pb, gb, bb, p.numel(), lr, momentum, dampening, weight_decay,
+                           nesterov, maximize, first_step)
     bump_version(p)   # a graph that saved p's old values now refuses to backward (as in PyTorch)
 
 
@@ -50,6 +50,7 @@ def adam_step_(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, lr, beta1, beta2
     """One Adam / AdamW step on p in place (kernels/optim.py: adam_step); max_exp_avg_sq None
     unless amsgrad."""
     pb, gb, m, v, vmax = _buffers(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq)
-    K.adam_step(pb, gb, m, v, vmax, p.numel(), lr, beta1, beta2, eps, weight_decay,
-                decoupled_weight_decay, amsgrad, maximize, step_size, bias_correction2_sqrt)
+    backend.optim.adam_step(pb, gb, m, v, vmax, p.numel(), lr, beta1, beta2, eps, weight_decay,
+                            decoupled_weight_decay, amsgrad, maximize, step_size,
+                            bias_correction2_sqrt)
     bump_version(p)

@@ -13,7 +13,7 @@ from array import array
 
 from .. import dtypes as _dt
 from ..autograd import UnaryFunction
-from ..fast import random as KR
+from .. import backend
 from ..random import default_generator
 from ..tensor import Tensor, _empty
 from ._launch import check_tensor, packed
@@ -22,35 +22,37 @@ from ._launch import check_tensor, packed
 def uniform_fill(t, low, high, generator=None):
     """Fill the packed tensor t with U[low, high) samples, in place; returns t."""
     k1, k2 = (generator or default_generator).next_keys()
-    KR.uniform(t._data, t.numel(), k1, k2, float(low), float(high), t.dtype is _dt.float32)
+    backend.random.uniform(t._data, t.numel(), k1, k2, float(low), float(high),
+                           t.dtype is _dt.float32)
     return t
 
 
 def normal_fill(t, mean, std, generator=None):
     """Fill the packed tensor t with N(mean, std^2) samples, in place; returns t."""
     k1, k2 = (generator or default_generator).next_keys()
-    KR.normal(t._data, t.numel(), k1, k2, float(mean), float(std))
+    backend.random.normal(t._data, t.numel(), k1, k2, float(mean), float(std))
     return t
 
 
 def randint_fill(t, low, high, generator=None):
     """Fill the packed int64 tensor t with integers uniform on [low, high), in place."""
     k1, k2 = (generator or default_generator).next_keys()
-    KR.randint(t._data, t.numel(), k1, k2, int(low), int(high))
+    backend.random.randint(t._data, t.numel(), k1, k2, int(low), int(high))
     return t
 
 
 def randperm_fill(t, generator=None):
     """Fill the packed int64 tensor t (n,) with a random permutation of 0..n-1, in place."""
     k1, k2 = (generator or default_generator).next_keys()
-    KR.randperm(t._data, t.numel(), k1, k2)
+    backend.random.randperm(t._data, t.numel(), k1, k2)
     return t
 
 
 def bernoulli_scale_fill(t, p, generator=None):
     """Fill t with 1/(1-p) with probability 1-p and 0 otherwise (inverted dropout's mask)."""
     k1, k2 = (generator or default_generator).next_keys()
-    KR.bernoulli_scale(t._data, t.numel(), k1, k2, float(p), 1.0 / (1.0 - p) if p < 1 else 0.0)
+    backend.random.bernoulli_scale(t._data, t.numel(), k1, k2, float(p),
+                                   1.0 / (1.0 - p) if p < 1 else 0.0)
     return t
 
 
@@ -88,8 +90,8 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):  # no
                                "replacement=False, not enough non-negative category to sample)")
     out = _empty((rows, num_samples), _dt.int64)
     k1, k2 = (generator or default_generator).next_keys()
-    KR.multinomial(values, rows, n, num_samples, bool(replacement), out._data, k1, k2,
-                   array("d", bytes(8 * n)))
+    backend.random.multinomial(values, rows, n, num_samples, bool(replacement), out._data, k1, k2,
+                               array("d", bytes(8 * n)))
     return out.view(num_samples) if input.ndim == 1 else out
 
 
@@ -122,7 +124,7 @@ class Dropout(UnaryFunction):
         scale = array(x.dtype.typecode, [1.0 / (1.0 - p) if p < 1 else 0.0])[0]
         x = packed(x)
         out = _empty(x.shape, x.dtype)
-        KR.dropout_apply(x._data, out._data, len(out._data), k1, k2, p, scale)
+        backend.random.dropout_apply(x._data, out._data, len(out._data), k1, k2, p, scale)
         if ctx.needs_input_grad:
             ctx.draw = (k1, k2, p, scale)
         return out
@@ -132,5 +134,5 @@ class Dropout(UnaryFunction):
         k1, k2, p, scale = ctx.draw
         g = packed(g)
         dx = _empty(g.shape, g.dtype)
-        KR.dropout_apply(g._data, dx._data, len(dx._data), k1, k2, p, scale)
+        backend.random.dropout_apply(g._data, dx._data, len(dx._data), k1, k2, p, scale)
         return dx, None

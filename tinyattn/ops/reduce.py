@@ -21,7 +21,7 @@ from collections import namedtuple
 from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import UnaryFunction, no_grad
-from ..fast import reduce as KR
+from .. import backend
 from ..tensor import Tensor, _empty, _make, _zeros
 from ._launch import check_tensor, copy, packed, shape_arg, tensor_from_scalar
 
@@ -95,9 +95,9 @@ def _sum_kernel(x, O, R, I, shape):
         # that float into an int64 buffer, so integers are summed into float64 and converted back
         # (exact below 2**53).
         acc = _empty(shape, _float64)
-        KR.sum_ori(x._data, acc._data, O, R, I)
+        backend.reduce.sum_dim(x._data, acc._data, O, R, I)
         return copy(acc, x.dtype)
-    KR.sum_ori(x._data, out._data, O, R, I)
+    backend.reduce.sum_dim(x._data, out._data, O, R, I)
     return out
 
 
@@ -196,7 +196,7 @@ def _max_kernel(x, O, R, I, shape, want_min):
         raise IndexError(f"{'min' if want_min else 'max'}: cannot reduce over a dimension of size 0")
     values = _empty(shape, x.dtype)
     indices = _empty(shape, _int64)
-    KR.max_ori(x._data, values._data, indices._data, O, R, I, want_min)
+    backend.reduce.max_dim_forward(x._data, values._data, indices._data, O, R, I, want_min)
     return values, indices
 
 
@@ -224,7 +224,7 @@ class MaxAlong(UnaryFunction):
         x = ctx.inputs[0]
         O, R, I = ctx.layout
         out = _make(_dt.zeros_buffer(g.dtype, x.numel()), x.shape, g.dtype)
-        KR.scatter_ori(packed(g)._data, ctx.indices._data, out._data, O, R, I)
+        backend.reduce.max_dim_backward(packed(g)._data, ctx.indices._data, out._data, O, R, I)
         return out, None, None, None, None
 
 
@@ -407,4 +407,4 @@ def sum_of_squares(x):
     """sum(x * x) over all elements, as a Python float accumulated in float64 (no graph): the
     squared 2-norm that gradient clipping needs, in one pass."""
     x = packed(x)
-    return KR.sumsq_all(x._data, x.numel())
+    return backend.reduce.sum_of_squares(x._data, x.numel())

@@ -40,7 +40,7 @@ from itertools import accumulate
 from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import Function, no_grad
-from ..fast import scatter as KS
+from .. import backend
 from ..tensor import Tensor, _empty, _make
 from ._launch import check_tensor, copy, packed, tensor_from_scalar
 from .elementwise import div, eq, floor_divide, mul, ne, where
@@ -67,7 +67,7 @@ def _scattered(x, values, positions, mode):
     out = copy(x)
     n = positions.numel()
     if n:
-        KS.scatter_flat(positions._data, packed(values)._data, out._data, n, mode)
+        backend.scatter.scatter_flat(positions._data, packed(values)._data, out._data, n, mode)
     return out
 
 
@@ -89,8 +89,9 @@ class Scatter(Function):
         x, values, positions, mode = ctx.inputs
         gx = gv = None
         if ctx.needs_input_grad[0]:
-            gx = g if mode == KS.ADD else Scatter.apply(
-                g, expand(tensor_from_scalar(0, g.dtype), values.shape), positions, KS.ASSIGN)
+            gx = g if mode == backend.scatter.ADD else Scatter.apply(
+                g, expand(tensor_from_scalar(0, g.dtype), values.shape), positions,
+                backend.scatter.ASSIGN)
         if ctx.needs_input_grad[1]:
             gv = _take(g, positions)
         return gx, gv, None, None
@@ -202,7 +203,7 @@ def _scatter(op, input, dim, index, src, mode):  # noqa: A002
     if positions is None:
         return restore(input.clone() if input.ndim else reshape(x.clone(), ()))
     values = _values(src, index.shape, positions.numel(), x.dtype)
-    if _in_int64(x.dtype) and (mode == KS.ADD or x.dtype is not _bool):
+    if _in_int64(x.dtype) and (mode == backend.scatter.ADD or x.dtype is not _bool):
         # bool + bool is `or`; uint8 / int32 sums wrap (as PyTorch)
         out = Scatter.apply(_as_int(x), _as_int(values), positions, mode)
         return restore(_back_to(out, x.dtype))
@@ -232,7 +233,7 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):  # noqa: A
             check_tensor("scatter", input)
             src = expand(_scalar(src, input.dtype), index.shape)
         return scatter_reduce(input, dim, index, src, "sum" if reduce == "add" else "prod")
-    return _scatter("scatter", input, dim, index, src, KS.ASSIGN)
+    return _scatter("scatter", input, dim, index, src, backend.scatter.ASSIGN)
 
 
 def scatter_add(input, dim, index, src):  # noqa: A002
@@ -240,7 +241,7 @@ def scatter_add(input, dim, index, src):  # noqa: A002
     up). Shapes as scatter; src must be a tensor of input's dtype."""
     if not isinstance(src, Tensor):
         raise TypeError(f"scatter_add: src must be a tensor, got {type(src).__name__}")
-    return _scatter("scatter_add", input, dim, index, src, KS.ADD)
+    return _scatter("scatter_add", input, dim, index, src, backend.scatter.ADD)
 
 
 # ---------------------------------------------------------------------------- scatter_reduce
@@ -267,13 +268,13 @@ class ScatterReduce(Function):
         x, values, out = ctx.saved_tensors
         _, _, positions, mode = ctx.inputs
         n = positions.numel()
-        if mode == KS.MUL:
+        if mode == backend.scatter.MUL:
             zero_x, zero_v = eq(x, 0), eq(values, 0)
             one = tensor_from_scalar(1, x.dtype)
             nonzero_prod = ScatterReduce.apply(where(zero_x, one, x), where(zero_v, one, values),
-                                               positions, KS.MUL)
+                                               positions, backend.scatter.MUL)
             zeros = Scatter.apply(to_dtype(zero_x, x.dtype), to_dtype(zero_v, x.dtype), positions,
-                                  KS.ADD)   # how many zeros went into each output
+                                  backend.scatter.ADD)   # how many zeros went into each output
             # the product of the others: P / v where v != 0 and no zero went in; P where v is the
             # only zero; else 0
             gx = mul(g, where(zero_x, where(eq(zeros, 1), nonzero_prod, 0.0),
@@ -285,7 +286,7 @@ class ScatterReduce(Function):
         else:
             tie_x = to_dtype(eq(x, out), g.dtype)
             tie_v = to_dtype(eq(values, _take(out, positions)), g.dtype)
-            count = Scatter.apply(tie_x, tie_v, positions, KS.ADD)
+            count = Scatter.apply(tie_x, tie_v, positions, backend.scatter.ADD)
             share = div(g, where(eq(count, 0), tensor_from_scalar(1, g.dtype), count))
             gx = mul(share, tie_x)
             gv = mul(_take(share, positions), tie_v) if n else values
@@ -322,18 +323,19 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
         else:
             start = -2 ** 63 if reduce == "amax" else 2 ** 63 - 1
         x = Scatter.apply(x, expand(tensor_from_scalar(start, x.dtype), (n,)), positions,
-                          KS.ASSIGN)
+                          backend.scatter.ASSIGN)
     if reduce in ("sum", "mean"):
-        out = Scatter.apply(x, values, positions, KS.ADD)
+        out = Scatter.apply(x, values, positions, backend.scatter.ADD)
         if reduce == "mean":
             with no_grad():
                 ones = expand(tensor_from_scalar(1, x.dtype), (n,))
                 count = Scatter.apply(_empty(x.shape, x.dtype).fill_(1 if include_self else 0),
-                                      ones, positions, KS.ADD)
+                                      ones, positions, backend.scatter.ADD)
                 count = where(eq(count, 0), tensor_from_scalar(1, x.dtype), count)
             out = div(out, count) if x.dtype.is_floating_point else floor_divide(out, count)
     else:
-        mode = {"prod": KS.MUL, "amax": KS.MAX, "amin": KS.MIN}[reduce]
+        mode = {"prod": backend.scatter.MUL, "amax": backend.scatter.MAX,
+                "amin": backend.scatter.MIN}[reduce]
         out = ScatterReduce.apply(x, values, positions, mode)
     if _in_int64(dt):
         out = _back_to(out, dt)
@@ -394,9 +396,9 @@ def index_add(input, dim, index, source, *, alpha=1):  # noqa: A002
     positions = _positions(x.shape, d, along, source.shape)
     values = reshape(source, (positions.numel(),))
     if _in_int64(x.dtype):
-        return restore(_back_to(Scatter.apply(_as_int(x), _as_int(values), positions, KS.ADD),
-                                x.dtype))
-    return restore(Scatter.apply(x, values, positions, KS.ADD))
+        return restore(_back_to(Scatter.apply(_as_int(x), _as_int(values), positions,
+                                              backend.scatter.ADD), x.dtype))
+    return restore(Scatter.apply(x, values, positions, backend.scatter.ADD))
 
 
 def index_fill(input, dim, index, value):  # noqa: A002
@@ -429,7 +431,8 @@ def index_fill(input, dim, index, value):  # noqa: A002
     vshape = tuple(idx.numel() if k == d else n for k, n in enumerate(x.shape))
     along = view(idx, tuple(-1 if k == d else 1 for k in range(x.ndim)))
     positions = _positions(x.shape, d, along, vshape)
-    return restore(Scatter.apply(x, expand(value, (positions.numel(),)), positions, KS.ASSIGN))
+    return restore(Scatter.apply(x, expand(value, (positions.numel(),)), positions,
+                                 backend.scatter.ASSIGN))
 
 
 # ---------------------------------------------------------------------------- in place
@@ -461,7 +464,7 @@ def _runs(flat):
     first = _empty((n,), flat.dtype)
     group = _empty((n,), _int64)
     counts = _empty((n,), _int64)
-    r = KS.runs(flat._data, n, first._data, group._data, counts._data) if n else 0
+    r = backend.scatter.runs(flat._data, n, first._data, group._data, counts._data) if n else 0
     return first[:r].clone(), group, counts[:r].clone()
 
 
@@ -497,7 +500,8 @@ def _slice_runs(x, d, rows, order, return_inverse, return_counts, scatter_invers
         g = _make(array("q", group), (n,), _int64)
         if scatter_inverse:      # inverse[order[j]] = group[j]
             inverse = _empty((n,), _int64)
-            KS.scatter_flat(packed(order)._data, g._data, inverse._data, n, KS.ASSIGN)
+            backend.scatter.scatter_flat(packed(order)._data, g._data, inverse._data, n,
+                                         backend.scatter.ASSIGN)
         else:
             inverse = g
     if return_counts:
@@ -542,7 +546,8 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         if return_inverse:
             inverse = _empty((flat.numel(),), _int64)
             if flat.numel():
-                KS.scatter_flat(order._data, group._data, inverse._data, flat.numel(), KS.ASSIGN)
+                backend.scatter.scatter_flat(order._data, group._data, inverse._data,
+                                             flat.numel(), backend.scatter.ASSIGN)
             inverse = reshape(inverse, input.shape)
     return _unique_result(first, inverse, counts, return_inverse, return_counts)
 

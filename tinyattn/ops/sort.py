@@ -14,7 +14,7 @@ from collections import namedtuple
 from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import UnaryFunction
-from ..fast import sort as KS
+from .. import backend
 from ..tensor import _empty
 from ._launch import check_tensor, packed
 from .indexing import flip, gather
@@ -48,8 +48,8 @@ def argsort(input, dim=-1, descending=False, stable=False):  # noqa: A002
     t, rows, n = _as_rows(x, d)
     idx = _empty(t.shape, _dt.int64)
     if rows and n:
-        KS.argsort_rows(t._data, rows, n, idx._data, _empty(t.shape, _dt.int64)._data,
-                        bool(descending))
+        backend.sort.argsort_rows(t._data, rows, n, idx._data, _empty(t.shape, _dt.int64)._data,
+                                  bool(descending))
     return _back(idx, d, input.ndim)
 
 
@@ -86,7 +86,7 @@ class CumSum(UnaryFunction):
     def forward(ctx, x, rows, n):
         out = _empty(x.shape, x.dtype)
         if rows and n:
-            KS.cumsum_rows(x._data, rows, n, out._data)
+            backend.sort.cumsum_rows(x._data, rows, n, out._data)
         return out
 
     @staticmethod
@@ -95,7 +95,7 @@ class CumSum(UnaryFunction):
         g = packed(flip(g, (-1,)))
         out = _empty(g.shape, g.dtype)
         if rows and n:
-            KS.cumsum_rows(g._data, rows, n, out._data)
+            backend.sort.cumsum_rows(g._data, rows, n, out._data)
         return flip(out, (-1,)), None, None
 
 

@@ -15,10 +15,11 @@ never reach this loop.
 `runs` finds the runs of equal neighbours in a flat buffer: unique_consecutive directly, and
 unique after a sort.
 """
-from .jit import kernel
-from .tiers import register
+from . import kernel
 
-ASSIGN, ADD, MUL, MAX, MIN = range(5)
+__all__ = ["scatter_flat", "runs"]
+
+ASSIGN, ADD, MUL, MAX, MIN = range(5)   # the modes of scatter_flat (the ops read them from here)
 
 
 @kernel
@@ -57,8 +58,3 @@ def runs(x, n, first, group, counts):
         counts[r] += 1
         group[j] = r
     return r + 1
-
-
-# One version: these loops are already the plain ones, so both tiers bind the same functions.
-_KERNELS = dict(scatter_flat=scatter_flat, runs=runs)
-register(globals(), reference=_KERNELS, fast=_KERNELS)

@@ -13,15 +13,17 @@ which for eps = 0 and no weights is the familiar "softmax minus one-hot". A row 
 `ignore_index` has loss 0 and gradient 0. Computing all of it in one pass per row (instead of
 log_softmax, gather, mul, ...) saves memory traffic and keeps exp() arguments <= 0 (stable).
 
-Every kernel first checks the targets and returns the row of the first one outside [0, C) (and not
-ignore_index), or -1, before touching memory with it: numba does not bounds-check.
+x is (M, C) contiguous: the logit of class c for example i is x[i*C + c]. numba does not
+bounds-check, so the op calls `check_targets` first: no target outside [0, C) reaches a kernel.
 
 Chapter 5 of the tour (docs/05-transformer.md) walks through this file.
 """
 import math
 
-from .jit import kernel
-from .tiers import register
+from . import kernel
+
+__all__ = ["check_targets", "cross_entropy_forward", "cross_entropy_backward", "nll_forward",
+           "nll_backward", "bce_with_logits_forward", "bce_with_logits_backward"]
 
 
 @kernel
@@ -142,12 +144,3 @@ def bce_with_logits_backward(g, x, t, pw, n, dx, dt, dpw):
         dx[i] = g[i] * ((1.0 - t[i]) - lw * sig_neg)
         dt[i] = g[i] * (-xi + (pw[i] - 1.0) * sp)
         dpw[i] = g[i] * t[i] * sp
-
-
-# The interface (kernels/tiers.py). One version: these loops are already the plain ones, so the
-# reference and fast tiers bind the same functions.
-_KERNELS = dict(check_targets=check_targets, cross_entropy_forward=cross_entropy_forward,
-                cross_entropy_backward=cross_entropy_backward, nll_forward=nll_forward,
-                nll_backward=nll_backward, bce_with_logits_forward=bce_with_logits_forward,
-                bce_with_logits_backward=bce_with_logits_backward)
-register(globals(), reference=_KERNELS, fast=_KERNELS)

@@ -5,8 +5,9 @@ Every integer-index operation of the tensor layer (advanced indexing `x[idx]`, `
 (rows, row_len) matrix", so these kernels are all it needs. numba does not bounds-check, so
 `wrap_indices` runs first and the caller raises IndexError before any gather touches memory.
 """
-from .jit import kernel
-from .tiers import register
+from . import kernel
+
+__all__ = ["wrap_indices", "gather_rows", "scatter_add_rows", "nonzero_flat", "put"]
 
 
 @kernel
@@ -59,10 +60,3 @@ def put(positions, values, out, n):
     """out[positions[j]] = values[j] (assignment through an index: x[idx] = v)."""
     for j in range(n):
         out[positions[j]] = values[j]
-
-
-# The interface (kernels/tiers.py). One version: these loops are already the plain ones, so the
-# reference and fast tiers bind the same functions.
-_KERNELS = dict(wrap_indices=wrap_indices, gather_rows=gather_rows,
-                scatter_add_rows=scatter_add_rows, nonzero_flat=nonzero_flat, put=put)
-register(globals(), reference=_KERNELS, fast=_KERNELS)

@@ -1,22 +1,28 @@
 """Reductions over the middle axis of a contiguous (O, R, I) buffer.
 
-Any reduction over a run of adjacent dimensions is this shape: for x of shape (2, 3, 4, 5) summed
-over dims (1, 2), O = 2, R = 3*4, I = 5. The tensor layer makes the input contiguous and reduces one
-run of adjacent dims per call, so these few loops serve `sum`, `mean`, `max`, `argmax`, ... over any
-`dim`. When I == 1 (reduce the last axis) each output is one pass over a contiguous row; otherwise
-the loop runs over rows of I contiguous values and accumulates them into the output row, which keeps
-memory access contiguous.
+x is seen as O blocks of R rows of I numbers: the element (o, r, i) is x[o*R*I + r*I + i], and
+the reduction runs over r. Any reduction over a run of adjacent dimensions has this shape: for x
+of shape (2, 3, 4, 5) summed over dims (1, 2), O = 2, R = 3*4, I = 5. The op layer makes the input
+contiguous and reduces one run of adjacent dims per call, so these few loops serve `sum`, `mean`,
+`max`, `argmax`, ... over any `dim`:
+
+    sum_dim:          out[o, i] = sum_r x[o, r, i]
+    max_dim_forward:  values[o, i] = max_r x[o, r, i],  indices[o, i] = the first r reaching it
+    max_dim_backward: dx[o, indices[o, i], i] += g[o, i]   (only the chosen element gets a gradient)
+
+When I == 1 (reducing the last axis) each output is one pass over a contiguous row; otherwise the
+loop runs over rows of I contiguous values and adds each into the output row, which keeps memory
+access contiguous.
 
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
-import math
+from . import kernel
 
-from .jit import kernel
-from .tiers import register
+__all__ = ["sum_dim", "max_dim_forward", "max_dim_backward", "sum_of_squares"]
 
 
 @kernel
-def sum_ori(x, out, O, R, I):
+def sum_dim(x, out, O, R, I):
     """out[o, i] = sum_r x[o, r, i]."""
     if I == 1:
         for o in range(O):
@@ -37,7 +43,7 @@ def sum_ori(x, out, O, R, I):
 
 
 @kernel
-def max_ori(x, values, indices, O, R, I, want_min):
+def max_dim_forward(x, values, indices, O, R, I, want_min):
     """values[o, i] = max_r x[o, r, i] (min when `want_min`), indices[o, i] = its first argmax.
 
     NaN wins, as in PyTorch: once a NaN is seen it is the result."""
@@ -58,7 +64,7 @@ def max_ori(x, values, indices, O, R, I, want_min):
 
 
 @kernel
-def scatter_ori(g, indices, out, O, R, I):
+def max_dim_backward(g, indices, out, O, R, I):
     """out[o, indices[o, i], i] += g[o, i]: the gradient of `max(dim)` flows to the chosen element."""
     for o in range(O):
         for i in range(I):
@@ -66,27 +72,10 @@ def scatter_ori(g, indices, out, O, R, I):
 
 
 @kernel
-def sumsq_all(x, n):
-    """sum of x[i]**2 over a contiguous buffer, in float64 (gradient-norm clipping)."""
+def sum_of_squares(x, n):
+    """sum_i x[i]**2 over a contiguous buffer, in float64 (gradient-norm clipping)."""
     s = 0.0
     for i in range(n):
         v = x[i] * 1.0  # float64: numba's float() would keep a float32 a float32
         s += v * v
     return s
-
-
-@kernel
-def all_finite(x, n):
-    """True when no element is inf or NaN."""
-    for i in range(n):
-        v = x[i]
-        if v != v or v == math.inf or v == -math.inf:
-            return False
-    return True
-
-
-# The interface (kernels/tiers.py). One version: these loops are already the plain ones, so the
-# reference and fast tiers bind the same functions.
-_KERNELS = dict(sum_ori=sum_ori, max_ori=max_ori, scatter_ori=scatter_ori, sumsq_all=sumsq_all,
-                all_finite=all_finite)
-register(globals(), reference=_KERNELS, fast=_KERNELS)

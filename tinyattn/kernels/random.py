@@ -10,27 +10,31 @@ interpreted (Python ints) -- the NUMBA_DISABLE_JIT=1 run reproduces the compiled
 """
 import math
 
-from .jit import inline, kernel
-from .tiers import register
+from . import kernel
+
+__all__ = ["uniform", "normal", "randint", "bernoulli_scale", "dropout_apply", "randperm",
+           "multinomial"]
 
 _M32 = 0xFFFFFFFF
 _TWO_PI = 2.0 * math.pi
 
 
-@inline
+@kernel
 def _hash32(x):
+    """A 32-bit integer hash of x in [0, 2**32). tinyattn/random.py derives the keys with the
+    same function written in Python (a test holds the two equal)."""
     x = (((x >> 16) ^ x) * 0x45D9F3B) & _M32
     x = (((x >> 16) ^ x) * 0x45D9F3B) & _M32
     return (x >> 16) ^ x
 
 
-@inline
+@kernel
 def _bits(i, k1, k2):
     """32 random bits for element i of the stream keyed (k1, k2)."""
     return _hash32((_hash32((i & _M32) ^ k1) + k2) & _M32)
 
 
-@inline
+@kernel
 def _unit(i, k1, k2):
     """A float64 uniform in [0, 1) with 53 random bits, from two 32-bit draws."""
     hi = _bits(2 * i, k1, k2) >> 5  # 27 bits
@@ -124,16 +128,3 @@ def multinomial(w, rows, n, draws, replacement, out, k1, k2, left):
             out[r * draws + s] = pick
             if not replacement:
                 left[pick] = 0.0
-
-
-def hash32(x):
-    """The same hash, callable from Python (the generator derives its keys with it)."""
-    return _hash32(x & _M32)
-
-
-# The interface (kernels/tiers.py). One version: these loops are already the plain ones, so the
-# reference and fast tiers bind the same functions.
-_KERNELS = dict(uniform=uniform, normal=normal, randint=randint, bernoulli_scale=bernoulli_scale,
-                dropout_apply=dropout_apply, randperm=randperm, multinomial=multinomial,
-                hash32=hash32)
-register(globals(), reference=_KERNELS, fast=_KERNELS)

@@ -19,17 +19,28 @@ Compiled or interpreted (`NUMBA_DISABLE_JIT=1`), the two modes give bit-identica
 """
 import math
 
-from .elementwise import _div
-from .jit import inline, kernel
-from .tiers import register
+from . import kernel
+
+__all__ = ["sgd_step", "adam_step"]
 
 
-@inline
+@kernel
 def _f64(x):
     """x as a float64. In numba, `float(x)` keeps a float32 a float32 (and the arithmetic that
     follows would be float32); multiplying by the float64 1.0 promotes it, exactly, keeping the
     sign of zero and NaN. In interpreted Python it changes nothing."""
     return x * 1.0
+
+
+@kernel
+def _div(a, b):
+    """a / b with IEEE results for b == 0 also when interpreted (Python raises ZeroDivisionError):
+    +-inf, or NaN for 0 / 0."""
+    if b == 0:
+        if a == 0 or a != a:
+            return math.nan
+        return math.inf if (a > 0) == (math.copysign(1.0, b) > 0) else -math.inf
+    return a / b
 
 
 @kernel
@@ -86,7 +97,7 @@ def adam_step(p, g, m, v, v_max, n, lr, beta1, beta2, eps, weight_decay, decoupl
     l2 = 0.0 if decoupled else weight_decay
     # Two copies of the loop, one per amsgrad value: LLVM vectorises a loop after checking at
     # run time that its buffers do not overlap, and without amsgrad the dummy v_max must not take
-    # part in that check (it made the loop 5-8x slower).
+    # part in that check (with it the loop runs several times slower).
     if amsgrad:
         for i in range(n):
             _adam_element(i, p, g, m, v, v_max, True, sign, decay, l2, beta1, beta2, eps,
@@ -97,7 +108,7 @@ def adam_step(p, g, m, v, v_max, n, lr, beta1, beta2, eps, weight_decay, decoupl
                           step_size, bias_correction2_sqrt)
 
 
-@inline
+@kernel
 def _adam_element(i, p, g, m, v, v_max, amsgrad, sign, decay, l2, beta1, beta2, eps, step_size,
                   bias_correction2_sqrt):
     """Element i of `adam_step`. Its branches only choose values and every store is
@@ -135,9 +146,3 @@ def _adam_element(i, p, g, m, v, v_max, amsgrad, sign, decay, l2, beta1, beta2, 
 
     denom = math.sqrt(vi) / bias_correction2_sqrt + eps
     p[i] = pi + _div(-step_size * mi, denom)
-
-
-# The interface (kernels/tiers.py). One version: these loops are already the plain ones, so the
-# reference and fast tiers bind the same functions.
-_KERNELS = dict(sgd_step=sgd_step, adam_step=adam_step)
-register(globals(), reference=_KERNELS, fast=_KERNELS)

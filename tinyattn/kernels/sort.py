@@ -6,14 +6,17 @@
 
 A stable merge sort: runs of width 1, 2, 4, ... merged from `idx` into `tmp` and back, each merge
 taking from the left run while its value is not larger (that keeps equal values in order).
-Descending order compares the other way round, NaN then first. O(n log n) per row; the plain
-insertion sort it replaces was O(n^2) on the 50,000-token rows of a language model's vocabulary.
+Descending order compares the other way round, NaN then first. O(n log n) per row, which matters
+on the 50,000-token rows of a language model's vocabulary (an insertion sort would be O(n^2)).
+
+Both kernels see x as `rows` contiguous rows of n values: the element (r, j) is x[r*n + j].
 """
-from .jit import inline, kernel
-from .tiers import register
+from . import kernel
+
+__all__ = ["argsort_rows", "cumsum_rows"]
 
 
-@inline
+@kernel
 def _before(a, b, descending):
     """Does value a go strictly before value b? NaN is the largest value."""
     if descending:
@@ -27,6 +30,7 @@ def _before(a, b, descending):
 
 @kernel
 def argsort_rows(x, rows, n, idx, tmp, descending):
+    """idx[r, :] = the positions j of row r in sorted order; tmp is scratch of idx's size."""
     for r in range(rows):
         base = r * n
         for j in range(n):
@@ -67,13 +71,9 @@ def argsort_rows(x, rows, n, idx, tmp, descending):
 
 @kernel
 def cumsum_rows(x, rows, n, out):
+    """out[r, j] = x[r, 0] + ... + x[r, j], in x's type (x[.] * 0 starts the sum as 0 of it)."""
     for r in range(rows):
         acc = x[r * n] * 0
         for j in range(n):
             acc += x[r * n + j]
             out[r * n + j] = acc
-
-
-# One version: these loops are the plain ones (kernels/tiers.py).
-_KERNELS = dict(argsort_rows=argsort_rows, cumsum_rows=cumsum_rows)
-register(globals(), reference=_KERNELS, fast=_KERNELS)
