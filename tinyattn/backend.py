@@ -30,16 +30,17 @@ import os
 BACKENDS = ("reference", "fast")
 
 # Every kernel family: a file of tinyattn/kernels/ whose functions the ops call.
-FAMILIES = ("attention", "conv", "elementwise", "flash", "index", "loss", "matmul", "norm",
-            "optim", "random", "reduce", "rnn", "scatter", "softmax", "sort")
+FAMILIES = ("attention", "compare", "conv", "copy", "elementwise", "flash", "index", "loss",
+            "matmul", "norm", "optim", "random", "reduce", "rnn", "scatter", "softmax", "sort")
 
 # The families tinyattn/fast/ writes again; the others are the reference loops on both backends.
-FAST = ("attention", "conv", "elementwise", "flash", "matmul", "norm", "rnn", "softmax")
+FAST = ("attention", "compare", "conv", "copy", "elementwise", "flash", "matmul", "norm", "rnn",
+        "softmax")
 
 # Families still in the combined layout (one file in fast/ holding both tiers, switched by
 # fast/tiers.py). Emptied family by family as each moves to kernels/ + fast/.
-_COMBINED = ("attention", "conv", "elementwise", "flash", "index", "loss", "matmul", "norm",
-             "optim", "random", "reduce", "rnn", "scatter", "sort")
+_COMBINED = ("attention", "conv", "flash", "index", "loss", "matmul", "norm", "optim", "random",
+             "reduce", "rnn", "scatter", "sort")
 
 _active = None
 

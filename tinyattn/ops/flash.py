@@ -27,7 +27,7 @@ from ..creation import zeros
 from ..fast import flash as KF
 from ..tensor import _empty
 from ._launch import packed
-from .elementwise import where
+from .compare import where
 from .layout import to_dtype
 
 

@@ -14,9 +14,9 @@ stride) and walks up to two batch dims, which covers (B, T, E) @ (E, F) and atte
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 from .. import _shapes
+from .. import backend
 from .. import dtypes as _dt
 from ..autograd import BinaryFunction, Function
-from ..fast import elementwise as KE
 from ..fast import matmul as KM
 from ..tensor import Tensor, _empty, _make
 from ._launch import expanded_copy, packed, transposed
@@ -208,8 +208,7 @@ class Linear(Function):
         x2 = _make(packed(x)._data, (_shapes.numel(x.shape[:-1]), n_in), x.dtype)  # (N, in)
         out = mm_raw(x2, transposed(weight))  # (N, out)
         if bias is not None:
-            KE.ADD_ROW_VECTOR[out.dtype.typecode](out._data, packed(bias)._data, x2.shape[0],
-                                                  n_out)
+            backend.elementwise.add_row_vector(out._data, packed(bias)._data, x2.shape[0], n_out)
         if ctx.needs_input_grad:
             ctx.x2 = x2
         return _make(out._data, x.shape[:-1] + (n_out,), out.dtype)

@@ -24,7 +24,7 @@ from ..fast import rnn as KR
 from ..fast import threads
 from ..tensor import _empty, _zeros
 from ._launch import packed, transposed
-from .elementwise import add, add_into
+from .arithmetic import add, add_into
 from .layout import cat, narrow, reshape, unsqueeze
 from .matmul import mm_pair_raw, mm_raw
 from .reduce import _sum
