@@ -18,21 +18,22 @@ reuse(reference)
 _COMPARE = by_typecode(reference.compare, "i T i i i i i T i i i i i @B i i i i")
 _BITWISE = by_typecode(reference.bitwise, "i T T T i")
 _WHERE = by_typecode(reference.where, "@B i i i i i T i i i i i T i i i i i T i i i i")
+_compare, _bitwise, _where = _COMPARE.entries(), _BITWISE.entries(), _WHERE.entries()
 
 
 def compare(op, a, a_off, as0, as1, as2, as3, b, b_off, bs0, bs1, bs2, bs3, out, n0, n1, n2, n3):
     """out = a (op) b as 0 / 1 bytes (a bool tensor), broadcast by zero strides."""
-    _COMPARE[a.typecode](op, a, a_off, as0, as1, as2, as3, b, b_off, bs0, bs1, bs2, bs3, out,
+    _compare[a.typecode](op, a, a_off, as0, as1, as2, as3, b, b_off, bs0, bs1, bs2, bs3, out,
                          n0, n1, n2, n3)
 
 
 def bitwise(op, a, b, out, n):
     """out[i] = a[i] & b[i], a[i] | b[i] or a[i] ^ b[i] (`op`) over n elements."""
-    _BITWISE[a.typecode](op, a, b, out, n)
+    _bitwise[a.typecode](op, a, b, out, n)
 
 
 def where(c, c_off, cs0, cs1, cs2, cs3, a, a_off, as0, as1, as2, as3,
           b, b_off, bs0, bs1, bs2, bs3, out, n0, n1, n2, n3):
     """out = a where c else b (c a bool buffer), all three broadcast by zero strides."""
-    _WHERE[a.typecode](c, c_off, cs0, cs1, cs2, cs3, a, a_off, as0, as1, as2, as3,
+    _where[a.typecode](c, c_off, cs0, cs1, cs2, cs3, a, a_off, as0, as1, as2, as3,
                        b, b_off, bs0, bs1, bs2, bs3, out, n0, n1, n2, n3)

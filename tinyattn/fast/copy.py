@@ -35,13 +35,15 @@ def _copy_same(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0,
 
 
 _COPY_SAME = by_typecode(_copy_same, "T i i i i i T i i i i i i i i i")
+_copy_same_entries = _COPY_SAME.entries()
 
 
 def copy(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0, n1, n2, n3):
     """out = x, view into view (converting by assignment when the buffers' types differ)."""
-    if x.typecode == out.typecode:
-        _COPY_SAME[x.typecode](x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3,
-                               n0, n1, n2, n3)
+    typecode = x.typecode
+    if typecode == out.typecode:
+        _copy_same_entries[typecode](x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3,
+                                     n0, n1, n2, n3)
     else:
         reference.copy(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3,
                        n0, n1, n2, n3)

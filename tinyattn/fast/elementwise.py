@@ -359,7 +359,9 @@ def _add_row_vector(out, v, rows, n):
 
 
 # ============================================================================ the interface
-# Machine code by buffer typecode, and by op (`literally`) for the maps: jit.by_typecode.
+# Machine code by buffer typecode, and by op (`literally`) for the maps (jit.by_typecode): the
+# tables are keyed (typecode, op); the functions below reach an entry as view[op][typecode]
+# (by_typecode.by_op, .entries: these calls are the overhead of every small op).
 
 _UNARY = by_typecode(_unary, "L f f T i i i i i T i i i i")
 _UNARY_PACKED = by_typecode(_unary_packed, "L f f T T i")
@@ -371,49 +373,59 @@ _BINARY_SCALAR_PACKED = by_typecode(_binary_scalar_packed, "L T S b T i")
 _AXPY = by_typecode(reference.axpy, "f T T i")      # the reference loop vectorises as it is
 _ADD_ROW_VECTOR = by_typecode(_add_row_vector, "T T i i")
 
+_unary_by_op = _UNARY.by_op(UNARY_FORMULAS)
+_unary_packed_by_op = _UNARY_PACKED.by_op(UNARY_FORMULAS)
+_unary_backward_by_op = _UNARY_BACKWARD.by_op(UNARY_FORMULAS)
+_binary_by_op = _BINARY.by_op(BINARY_FORMULAS)
+_binary_packed_by_op = _BINARY_PACKED.by_op(BINARY_FORMULAS)
+_binary_scalar_by_op = _BINARY_SCALAR.by_op(BINARY_FORMULAS)
+_binary_scalar_packed_by_op = _BINARY_SCALAR_PACKED.by_op(BINARY_FORMULAS)
+_axpy = _AXPY.entries()
+_add_row_vector_entries = _ADD_ROW_VECTOR.entries()
+
 
 def unary(op, p1, p2, x, x_off, xs0, xs1, xs2, xs3, out, n0, n1, n2, n3):
     """out = f(x) elementwise; x a strided 4-d view, out contiguous (n0, n1, n2, n3)."""
-    _UNARY[x.typecode, op](op, p1, p2, x, x_off, xs0, xs1, xs2, xs3, out, n0, n1, n2, n3)
+    _unary_by_op[op][x.typecode](op, p1, p2, x, x_off, xs0, xs1, xs2, xs3, out, n0, n1, n2, n3)
 
 
 def unary_packed(op, p1, p2, x, out, n):
     """out[i] = f(x[i]) for contiguous x and out of n elements."""
-    _UNARY_PACKED[x.typecode, op](op, p1, p2, x, out, n)
+    _unary_packed_by_op[op][x.typecode](op, p1, p2, x, out, n)
 
 
 def unary_backward(op, p1, p2, g, x, y, out, n):
     """out[i] = g[i] * f'(x[i]), given y = f(x); all contiguous, n elements."""
-    _UNARY_BACKWARD[x.typecode, op](op, p1, p2, g, x, y, out, n)
+    _unary_backward_by_op[op][x.typecode](op, p1, p2, g, x, y, out, n)
 
 
 def binary(op, a, a_off, as0, as1, as2, as3, b, b_off, bs0, bs1, bs2, bs3, out, n0, n1, n2, n3):
     """out = a (op) b, broadcast by zero strides; out contiguous (n0, n1, n2, n3)."""
-    _BINARY[a.typecode, op](op, a, a_off, as0, as1, as2, as3, b, b_off, bs0, bs1, bs2, bs3, out,
-                            n0, n1, n2, n3)
+    _binary_by_op[op][a.typecode](op, a, a_off, as0, as1, as2, as3, b, b_off, bs0, bs1, bs2, bs3,
+                                  out, n0, n1, n2, n3)
 
 
 def binary_packed(op, a, b, out, n):
     """out[i] = a[i] (op) b[i] for contiguous a, b and out of n elements."""
-    _BINARY_PACKED[a.typecode, op](op, a, b, out, n)
+    _binary_packed_by_op[op][a.typecode](op, a, b, out, n)
 
 
 def binary_scalar(op, a, a_off, as0, as1, as2, as3, s, reverse, out, n0, n1, n2, n3):
     """out = a (op) s, or s (op) a when `reverse`; s a Python number (no 1-element buffer)."""
-    _BINARY_SCALAR[a.typecode, op](op, a, a_off, as0, as1, as2, as3, s, reverse, out,
-                                   n0, n1, n2, n3)
+    _binary_scalar_by_op[op][a.typecode](op, a, a_off, as0, as1, as2, as3, s, reverse, out,
+                                         n0, n1, n2, n3)
 
 
 def binary_scalar_packed(op, a, s, reverse, out, n):
     """`binary_scalar` for contiguous a and out of n elements."""
-    _BINARY_SCALAR_PACKED[a.typecode, op](op, a, s, reverse, out, n)
+    _binary_scalar_packed_by_op[op][a.typecode](op, a, s, reverse, out, n)
 
 
 def axpy(alpha, x, out, n):
     """out += alpha * x over contiguous buffers (the autograd engine's in-place gradient sums)."""
-    _AXPY[out.typecode](alpha, x, out, n)
+    _axpy[out.typecode](alpha, x, out, n)
 
 
 def add_row_vector(out, v, rows, n):
     """out[r, j] += v[j] for each of `rows` contiguous rows of n (a bias added to every row)."""
-    _ADD_ROW_VECTOR[out.typecode](out, v, rows, n)
+    _add_row_vector_entries[out.typecode](out, v, rows, n)

@@ -18,8 +18,8 @@ benchmarks/RESULTS.md, exp):
    k is split in two halves, 2^k = 2^k1 * 2^k2, so that results down to the smallest subnormal
    (x ~ -745) come out right instead of flushing to zero.
 
-Result: within ~2 ulp of math.exp for every float64 (tests/fast/test_exp_softmax.py compares them), inf
-above 709.78, 0 below -745.13, NaN for NaN.
+Result: within ~2 ulp of math.exp for every float64 (tests/fast/test_exp_softmax.py compares
+them), inf above 709.78, 0 below -745.13, NaN for NaN.
 
 `exp_float32` (at the end) is the same plan in float32 arithmetic, for float32 data: twice the
 lanes per vector instruction.

@@ -94,10 +94,11 @@ class _LockedCache(FunctionCache):
     def load_overload(self, sig, target_context):
         """numba's own load first refreshes the whole target context: the first time in a process
         that imports its NumPy, typed-container and jitclass implementations and re-reads every
-        typing registry, a good part of a warm start, for code that is only loaded. Loading machine code needs numba's runtime (NRT) symbols and nothing from those
-        registries (its C helpers and math functions are bound when the context is made). A
-        compile still refreshes everything: numba's compiler does it before it starts.
-        (measured: benchmarks/RESULTS.md, _LockedCache.load_overload)"""
+        typing registry, a good part of a warm start (measured: benchmarks/RESULTS.md,
+        _LockedCache.load_overload), for code that is only loaded. Loading machine code needs
+        numba's runtime (NRT) symbols and nothing from those registries (its C helpers and math
+        functions are bound when the context is made). A compile still refreshes everything:
+        numba's compiler does it before it starts."""
         rtsys.initialize(target_context)
         with self._guard_against_spurious_io_errors():
             return self._load_overload(sig, target_context)
@@ -314,6 +315,38 @@ class by_typecode(dict):
             fn = fn.compile(self.signature(key))
         self[key] = fn
         return fn
+
+    def entries(self, *constants):
+        """``{typecode: entry}`` for every `array.array` typecode: ``table[typecode, *constants]``
+        reached by one lookup of the typecode alone, in a plain dict; each entry is compiled (or
+        loaded from the disk cache) at its first call (`_FirstCall`). Why: building and hashing
+        a key tuple on every call, and a lookup in a dict subclass (this table's `__missing__` is
+        what compiles), each cost about as much as the Python call in front of it (measured:
+        benchmarks/RESULTS.md, by_typecode.entries). The fast backend's functions for small
+        elementwise ops reach their machine code this way."""
+        view = {}
+        for typecode in array.typecodes:
+            view[typecode] = _FirstCall(self, view, typecode, constants)
+        return view
+
+    def by_op(self, ops):
+        """``{op: {typecode: entry}}`` for the op codes `ops` of an ``L`` table (`entries`)."""
+        return {op: self.entries(op) for op in ops}
+
+
+class _FirstCall:
+    """Stands in for a table's entry in an `entries` view until its first call, which fetches the
+    entry from the table (compiling or loading it) and puts it in the view in its place."""
+
+    __slots__ = ("table", "view", "typecode", "constants")
+
+    def __init__(self, table, view, typecode, constants):
+        self.table, self.view, self.typecode, self.constants = table, view, typecode, constants
+
+    def __call__(self, *args):
+        key = (self.typecode, *self.constants) if self.constants else self.typecode
+        entry = self.view[self.typecode] = self.table[key]
+        return entry(*args)
 
 
 # --------------------------------------------------------------------------- the compile message
