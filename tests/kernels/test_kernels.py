@@ -142,8 +142,7 @@ def test_where_copy_fill_convert_axpy():
     KCopy.fill(dst, 1, 0, 0, 0, 2, 9.0, 1, 1, 1, 3)
     assert list(dst) == [0, 9, 1, 9, 2, 9]
     ints = array("q", [0]) * 3
-    KCopy.convert_float(array("d", [1.9, -1.9, 0.2]), 0, 0, 0, 0, 1, ints, 0, 0, 0, 0, 1,
-                        1, 1, 1, 3, KCopy.TO_INT64)
+    KCopy.to_int(array("d", [1.9, -1.9, 0.2]), 0, 0, 0, 0, 1, ints, 0, 0, 0, 0, 1, 1, 1, 1, 3)
     assert list(ints) == [1, -1, 0]
     small = array("i", [0]) * 3
     KCopy.convert_int(array("q", [2 ** 31, -1, 5]), 0, 0, 0, 0, 1, small, 0, 0, 0, 0, 1,

@@ -1,17 +1,17 @@
-"""Copies and fills, fast: kernels/copy.py's functions, with same-type copies done by rows.
+"""Copies, fast: kernels/copy.py's functions, with same-type copies done by rows.
 
 A copy between buffers of one type whose rows are contiguous on both sides (`contiguous()` of a
 slice, `cat`, a gradient written into a slice of zeros) copies each row as a slice indexed from 0,
-a loop LLVM turns into vector moves; the rest, and copies that convert, are the reference loops.
-Conversions and fills are the reference's own functions.
+a loop LLVM turns into vector moves; copies that convert by assignment are the reference loop.
+Conversions and fills are the reference's own functions: their loops vectorise as they are.
 """
 from ..kernels import copy as reference
 from ..kernels.copy import (  # noqa: F401  (used as they are; the modes read here too)
-    TO_BOOL, TO_INT32, TO_INT64, TO_UINT8, convert_float, convert_int, fill)
+    TO_BOOL, TO_INT32, TO_UINT8, convert_float, convert_int, fill, to_int)
 from .buffers import as_array
 from .jit import by_typecode, kernel, reuse
 
-__all__ = ["copy", "convert_int", "convert_float", "fill"]
+__all__ = ["copy", "convert_int", "convert_float", "to_int", "fill"]
 
 reuse(reference)
 

@@ -26,19 +26,30 @@ from numba import literally, types
 from numba.extending import overload
 
 from ..kernels import elementwise as reference
-from ..kernels.elementwise import (  # noqa: F401  (the op codes: ops and ahead.py read them here)
+from ..kernels.elementwise import (  # noqa: F401  (the op codes, as the reference has them)
     ABS, ADD, ATAN, ATAN2, CEIL, CLAMP, COS, DIV, ERF, EXP, EXPM1, FLOOR, FLOOR_DIVIDE, GELU,
     GELU_TANH, LOG, LOG1P, MAXIMUM, MINIMUM, MUL, NEG, POW, POW2, RELU, REMAINDER, ROUND, SIGMOID,
-    SIN, SQRT, SUB, TANH, TRUNC, _div, _floor, _floor_divide, _gelu_tanh, _gelu_tanh_derivative,
-    _int_pow, _pow, _remainder, _round_half_even)
+    SIN, SQRT, SUB, TANH, TRUNC)
 from .buffers import as_array
 from .exp import exp, exp_float32, f32
-from .jit import by_typecode, inline, kernel, reuse
+from .jit import by_typecode, inline, kernel, pasted, reuse
 
 __all__ = ["unary", "unary_packed", "unary_backward", "binary", "binary_packed",
            "binary_scalar", "binary_scalar_packed", "axpy", "add_row_vector"]
 
 reuse(reference)
+
+# The reference's formulas, inlined into the loops below (jit.pasted). Integer powers stay a call
+# (`reference._int_pow`): numba's inliner trips over the loop inside the kernels' loops.
+_div = pasted(reference._div)
+_pow = pasted(reference._pow)
+_floor = pasted(reference._floor)
+_round_half_even = pasted(reference._round_half_even)
+_remainder = pasted(reference._remainder)
+_floor_divide = pasted(reference._floor_divide)
+_gelu_tanh = pasted(reference._gelu_tanh)
+_gelu_tanh_derivative = pasted(reference._gelu_tanh_derivative)
+_int_pow = reference._int_pow
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _SQRT_2 = math.sqrt(2.0)
@@ -166,7 +177,7 @@ BINARY_FORMULAS = {
 }
 BINARY_FORMULAS_INT = dict(BINARY_FORMULAS)
 BINARY_FORMULAS_INT.update({
-    POW2: lambda a, b: _int_pow(a, b),     # a called function: the inliner trips over its loop
+    POW2: lambda a, b: _int_pow(a, b),
     REMAINDER: lambda a, b: a % b,
     FLOOR_DIVIDE: lambda a, b: a // b,
 })

@@ -143,6 +143,15 @@ def inline(fn):
     return _njit(fn, inline="always", error_model="numpy")
 
 
+def pasted(formula):
+    """A scalar formula of the reference backend (kernels/), inlined into the fast kernels that
+    call it, as `inline` helpers are. Called as it is, it stays a call that LLVM does not always
+    inline, and a loop around a call does not vectorise (measured: benchmarks/RESULTS.md,
+    pasted). Not cached on disk itself (its kernels are): the reference's own dispatcher caches
+    the same function under the same name."""
+    return njit(inline="always", error_model="numpy")(getattr(formula, "py_func", formula))
+
+
 def vector_inline(fn):
     """A `vector_kernel` helper inlined into its caller: for loops over short rows (softmax's 64
     keys), where the call itself (passing each row's view) costs as much as the loop."""

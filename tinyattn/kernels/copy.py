@@ -11,16 +11,16 @@ in-place write into a view (`x[i] = v`, `fill_`, `zero_`).
 A copy into a buffer of another type converts each element as the assignment does (int to
 float, float32 to float64 and back). The conversions PyTorch defines its own way are
 `convert_int` and `convert_float`, by `mode` (dtypes.py explains the narrow types): to bool
-(any non-zero value is True), to uint8 (the low 8 bits: 300 -> 44, -1 -> 255), to int32 (the low
-32 bits, signed) and, from floats, to int64 (rounded toward zero). The wrap-arounds are written
-with masks, so they give the same bits compiled and as Python (where storing 300 into a byte
-buffer raises OverflowError).
+(any non-zero value is True), to uint8 (the low 8 bits: 300 -> 44, -1 -> 255) and to int32 (the
+low 32 bits, signed); and `to_int`, floats to int64, rounded toward zero. The wrap-arounds are
+written with masks, so they give the same bits compiled and as Python (where storing 300 into a
+byte buffer raises OverflowError).
 """
 from . import kernel
 
-__all__ = ["copy", "convert_int", "convert_float", "fill"]
+__all__ = ["copy", "convert_int", "convert_float", "to_int", "fill"]
 
-TO_BOOL, TO_UINT8, TO_INT32, TO_INT64 = range(4)
+TO_BOOL, TO_UINT8, TO_INT32 = range(3)
 
 
 @kernel
@@ -48,18 +48,16 @@ def _int_converted(mode, v):
 
 @kernel
 def _float_converted(mode, v):
-    """A float v as a bool, uint8, int32 or int64 (`mode`), as PyTorch converts on x86."""
+    """A float v as a bool, uint8 or int32 (`mode`), as PyTorch converts on x86."""
     if mode == TO_BOOL:                  # any non-zero value (NaN too) is True
         return 1 if v != 0 else 0
-    if mode == TO_UINT8:                 # through int64 (NaN, out of its range: 0), low byte
+    if mode == TO_UINT8:                 # through int64 (NaN, out of its range: -2^63), low byte
         if v != v or v >= 9.2233720368547758e18 or v < -9.2233720368547758e18:
             return 0
         return int(v) & 0xFF
-    if mode == TO_INT32:                 # out of range and NaN give -2^31
-        if v != v or v >= 2147483648.0 or v < -2147483648.0:
-            return -2147483648
-        return int(v)
-    return int(v)                        # TO_INT64: rounded toward zero
+    if v != v or v >= 2147483648.0 or v < -2147483648.0:
+        return -2147483648               # TO_INT32: out of range and NaN give -2^31
+    return int(v)
 
 
 @kernel
@@ -79,7 +77,7 @@ def convert_int(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0
 @kernel
 def convert_float(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0, n1, n2, n3,
                   mode):
-    """`convert_int` for a float32 / float64 view, also into int64 (mode TO_INT64)."""
+    """`convert_int` for a float32 / float64 view."""
     for i0 in range(n0):
         for i1 in range(n1):
             for i2 in range(n2):
@@ -87,6 +85,18 @@ def convert_float(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, 
                 po = o_off + i0 * os0 + i1 * os1 + i2 * os2
                 for i3 in range(n3):
                     out[po + i3 * os3] = _float_converted(mode, x[px + i3 * xs3])
+
+
+@kernel
+def to_int(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0, n1, n2, n3):
+    """`copy` of a float view into an int64 view, each element rounded toward zero."""
+    for i0 in range(n0):
+        for i1 in range(n1):
+            for i2 in range(n2):
+                px = x_off + i0 * xs0 + i1 * xs1 + i2 * xs2
+                po = o_off + i0 * os0 + i1 * os1 + i2 * os2
+                for i3 in range(n3):
+                    out[po + i3 * os3] = int(x[px + i3 * xs3])
 
 
 @kernel

@@ -54,7 +54,6 @@ def copy(t, dtype=None):
 # How copy_into converts into the dtypes PyTorch converts its own way (kernels/copy.py).
 _CONVERT_MODE = {_dt.bool: backend.copy.TO_BOOL, _dt.uint8: backend.copy.TO_UINT8,
                  _dt.int32: backend.copy.TO_INT32}
-_TO_INT64 = backend.copy.TO_INT64
 
 
 def copy_into(src, dst_data, dst_off, dst_strides, dst_dtype=None):
@@ -71,8 +70,7 @@ def copy_into(src, dst_data, dst_off, dst_strides, dst_dtype=None):
         kern = backend.copy.convert_float if sd.is_floating_point else backend.copy.convert_int
         extra = (_CONVERT_MODE[dst_dtype],)
     elif sd.is_floating_point and dst_data.typecode == "q":
-        kern = backend.copy.convert_float  # float -> int truncates toward zero, as PyTorch
-        extra = (_TO_INT64,)
+        kern = backend.copy.to_int         # float -> int truncates toward zero, as PyTorch
     else:
         kern = backend.copy.copy           # int -> float, float32 <-> float64: by assignment
     shape4, (ss, ds) = _shapes.kernel_layout(src.shape, src._strides, dst_strides)
