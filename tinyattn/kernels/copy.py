@@ -89,7 +89,9 @@ def convert_float(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, 
 
 @kernel
 def to_int(x, x_off, xs0, xs1, xs2, xs3, out, o_off, os0, os1, os2, os3, n0, n1, n2, n3):
-    """`copy` of a float view into an int64 view, each element rounded toward zero."""
+    """`copy` of a float view into an int64 view, each element rounded toward zero. (A loop of
+    its own, not a fourth mode of `convert_float`: the fast backend runs these loops as they
+    are, and a fourth mode slows the other three: benchmarks/RESULTS.md, to_int.)"""
     for i0 in range(n0):
         for i1 in range(n1):
             for i2 in range(n2):

@@ -41,12 +41,6 @@ _GELU_C = math.sqrt(2.0 / math.pi)
 
 
 @kernel
-def _exp(x):
-    """e^x, inf past the largest float64 (math.exp raises OverflowError there in Python)."""
-    return math.inf if x > 709.782712893384 else math.exp(x)
-
-
-@kernel
 def _sigmoid(x):
     """1 / (1 + e^-x), with exp only of -|x| <= 0: no overflow, no inf / inf."""
     e = math.exp(-abs(x))
@@ -58,12 +52,6 @@ def _gelu(x):
     """x Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2 the standard normal CDF, written with erfc
     (exact also where erf(x / sqrt 2) is near -1)."""
     return 0.5 * x * math.erfc(-x / _SQRT_2)
-
-
-@kernel
-def _gelu_derivative(x):
-    """Phi(x) + x phi(x), phi the standard normal density."""
-    return 0.5 * math.erfc(-x / _SQRT_2) + x * _INV_SQRT_2PI * math.exp(-0.5 * x * x)
 
 
 @kernel
@@ -163,8 +151,8 @@ def _unary_value(op, x, p1, p2):
         return -x
     if op == ABS:
         return abs(x)
-    if op == EXP:
-        return _exp(x)
+    if op == EXP:                        # inf past float64's range (Python's math.exp raises)
+        return math.inf if x > 709.782712893384 else math.exp(x)
     if op == LOG:
         return math.log(x) if x > 0.0 else (-math.inf if x == 0.0 else math.nan)
     if op == SQRT:
@@ -223,8 +211,8 @@ def _unary_derivative(op, x, y, p1, p2):
         return y * (1.0 - y)
     if op == RELU:
         return 1.0 if x > 0.0 else 0.0
-    if op == GELU:
-        return _gelu_derivative(x)
+    if op == GELU:                       # Phi(x) + x phi(x), phi the normal density
+        return 0.5 * math.erfc(-x / _SQRT_2) + x * _INV_SQRT_2PI * math.exp(-0.5 * x * x)
     if op == GELU_TANH:
         return _gelu_tanh_derivative(x)
     if op == CLAMP:                      # the gradient flows where x was inside [min, max]
