@@ -339,8 +339,12 @@ class by_typecode(dict):
         return view
 
     def by_op(self, ops):
-        """``{op: {typecode: entry}}`` for the op codes `ops` of an ``L`` table (`entries`)."""
-        return {op: self.entries(op) for op in ops}
+        """``view[op][typecode]`` for the op codes `ops` of an ``L`` table: a list indexed by op
+        code (quicker to index than a dict) of `entries` views."""
+        view = [None] * (max(ops) + 1)
+        for op in ops:
+            view[op] = self.entries(op)
+        return view
 
 
 class _FirstCall:

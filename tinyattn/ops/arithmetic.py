@@ -282,6 +282,9 @@ def _binary(cls, op, a, b):
     """Dispatch a (op) b for tensors and Python numbers, promoting dtypes as PyTorch does."""
     if isinstance(a, Tensor):
         if isinstance(b, Tensor):
+            dt = a.dtype
+            if dt is b.dtype and dt.is_floating_point:   # the common case: nothing to convert
+                return cls.apply(a, b)
             if a.dtype is not b.dtype:
                 if op == SUB and (a.dtype is _bool or b.dtype is _bool):
                     raise TypeError(f"sub: subtracting a bool tensor is not supported (got "
