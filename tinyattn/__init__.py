@@ -18,13 +18,15 @@ from .random import Generator, get_rng_state, initial_seed, manual_seed, set_rng
 from .creation import (arange, empty, empty_like, eye, full, full_like, linspace, ones, ones_like,
                        rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,
                        zeros_like)
-from .ops.elementwise import (abs, add, bitwise_and, bitwise_not, bitwise_or,  # noqa: A004
-                              arctan, arctan2, atan, atan2,
-                              bitwise_xor, ceil, clamp, clip, cos, div, eq, erf, exp, expm1, floor,
-                              floor_divide, ge, gelu, gt, isfinite, isinf, isnan, le, log, log1p,
-                              logical_and, logical_not, logical_or, logical_xor, lt, masked_fill,
-                              maximum, minimum, mul, ne, neg, pow, relu, remainder, round, rsqrt,
-                              rsub, sigmoid, sign, sin, sqrt, square, sub, tanh, trunc, where)
+from .ops.arithmetic import (add, arctan2, atan2, clamp, clip, div,  # noqa: A004
+                             floor_divide, maximum, minimum, mul, pow, remainder, round, rsub,
+                             sign, square, sub)
+from .ops.compare import (bitwise_and, bitwise_not, bitwise_or, bitwise_xor, eq, ge, gt, le,
+                          logical_and, logical_not, logical_or, logical_xor, lt, masked_fill, ne,
+                          where)
+from .ops.unary import (abs, arctan, atan, ceil,  # noqa: A004
+                        cos, erf, exp, expm1, floor, gelu, isfinite, isinf,
+                        isnan, log, log1p, neg, relu, rsqrt, sigmoid, sin, sqrt, tanh, trunc)
 from .ops.indexing import gather, index_select, tril, triu, flip
 from .ops.layout import (cat, chunk, clone, expand, flatten, narrow, permute, reshape, split,
                          squeeze, stack, t, transpose, unbind, unsqueeze)

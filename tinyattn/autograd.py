@@ -427,4 +427,4 @@ def _ones_like(t):
 # checks for Tensors and sums gradients with an op. tensor.py imports this module first (for
 # Function), so these names can only be imported here, once this module's own names exist.
 from .tensor import Tensor, _make  # noqa: E402
-from .ops.elementwise import add_into  # noqa: E402
+from .ops.arithmetic import add_into  # noqa: E402

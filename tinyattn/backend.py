@@ -36,15 +36,12 @@ import sys
 BACKENDS = ("reference", "fast")
 
 # Every kernel family: a file of tinyattn/kernels/ whose functions the ops call.
-FAMILIES = ("attention", "conv", "elementwise", "flash", "index", "loss", "matmul", "norm",
-            "optim", "random", "reduce", "rnn", "scatter", "softmax", "sort")
+FAMILIES = ("attention", "compare", "conv", "copy", "elementwise", "flash", "index", "loss",
+            "matmul", "norm", "optim", "random", "reduce", "rnn", "scatter", "softmax", "sort")
 
 # The families tinyattn/fast/ writes again; the others are the reference loops on both backends.
-FAST = ("attention", "conv", "elementwise", "flash", "matmul", "norm", "rnn", "softmax")
-
-# Families still in the combined layout (one file in fast/ holding both tiers, switched by
-# fast/tiers.py). Emptied family by family as each moves to kernels/ + fast/.
-_COMBINED = ("elementwise",)
+FAST = ("attention", "compare", "conv", "copy", "elementwise", "flash", "matmul", "norm", "rnn",
+        "softmax")
 
 _active = None
 
@@ -59,16 +56,11 @@ def _bind(name):
     global _active
     _active = name
     for family in FAMILIES:
-        if family in _COMBINED:
-            module = importlib.import_module(f"tinyattn.fast.{family}")
-        else:
-            package = "fast" if name == "fast" and family in FAST else "kernels"
-            module = importlib.import_module(f"tinyattn.{package}.{family}")
-            if name == "fast" and package == "kernels":   # the fast backend's disk-cache handling
-                importlib.import_module("tinyattn.fast.jit").adopt(module)
+        package = "fast" if name == "fast" and family in FAST else "kernels"
+        module = importlib.import_module(f"tinyattn.{package}.{family}")
+        if name == "fast" and package == "kernels":   # the fast backend's disk-cache handling
+            importlib.import_module("tinyattn.fast.jit").adopt(module)
         globals()[family] = module
-    if _COMBINED:
-        importlib.import_module("tinyattn.fast.tiers")._use(name)
     if name == "fast":
         _give_the_pool(num_threads())
 

@@ -230,13 +230,12 @@ def test_log_and_sqrt_of_zero_give_inf_not_errors():
 
 @pytest.mark.parametrize("op", ["softmax", "sum", "transpose", "mul_scalar"])
 def test_unary_function_records_what_function_apply_records(op):
-    from tinyattn.fast import elementwise as KE
-    from tinyattn.ops.elementwise import ScalarOp
+    from tinyattn.ops.arithmetic import MUL, ScalarOp
     from tinyattn.ops.layout import Permute
     from tinyattn.ops.reduce import Sum
     from tinyattn.ops.softmax import Softmax
     cls, rest = {"softmax": (Softmax, (1, False)), "sum": (Sum, ((0,), False)),
-                 "transpose": (Permute, ((1, 0),)), "mul_scalar": (ScalarOp, (KE.MUL, 2.0, False))}[op]
+                 "transpose": (Permute, ((1, 0),)), "mul_scalar": (ScalarOp, (MUL, 2.0, False))}[op]
     general_apply = Function.apply.__func__      # the loop over every argument
     x = ta.randn(3, 4, requires_grad=True) * 1.0  # a non-leaf: its grad_fn is what _next holds
     lean, general = cls.apply(x, *rest), general_apply(cls, x, *rest)

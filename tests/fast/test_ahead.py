@@ -1,4 +1,4 @@
-"""The compile-ahead process (tinyattn/kernels/ahead.py) and the lock on the kernel cache's writes.
+"""The compile-ahead process (tinyattn/fast/ahead.py) and the lock on the kernel cache's writes.
 
 The helper must compile what a training step asks for (or its work is lost), leave a cache that a
 later process loads instead of compiling, and never outlive the process that started it."""

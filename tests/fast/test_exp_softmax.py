@@ -221,7 +221,7 @@ def test_order_key_orders_like_the_floats():
 
 def test_order_key32_orders_like_the_float32s():
     # the int32 keys of the float32 row maxima (softmax, kernels/flash.py): order and round trip,
-    # in Python and compiled (LLVM int32 ops there, kernels/exp.py's _order_key32)
+    # in Python and compiled (LLVM int32 ops there, fast/exp.py's order_key32)
     vals = sorted([-math.inf, -3.0e38, -2.5, -1e-40, -0.0, 0.0, 1e-40, 3.0, 3.0e38, math.inf])
     vals = [KX.bits_float32(KX.float32_bits(v)) for v in vals]     # exactly float32
     keys = [KX.order_key32(v) for v in vals]
@@ -256,7 +256,7 @@ def test_softmax_float32_rows_threaded(log):
 
 
 def test_float32_gelu_without_math_erf_is_float32_accurate():
-    # The fast tier computes float32 GELU with a vectorisable erfc (kernels/elementwise.py,
+    # The fast backend computes float32 GELU with a vectorisable erfc (fast/elementwise.py,
     # normal_cdf); against math.erf in float64, over the whole useful range and the extremes.
     import tinyattn.nn.functional as F
     xs = ta.linspace(-12.0, 12.0, 24001)
@@ -282,7 +282,7 @@ def _exp_float32_nonpositive_all(x, out, n):
 
 
 def test_exp_float32_nonpositive_matches_exp_float32_below_88():
-    # softmax's and attention's exp (kernels/softmax.py, kernels/flash.py): x - max <= 0
+    # softmax's and attention's exp (fast/softmax.py, fast/flash.py): x - max <= 0
     rng = random.Random(2)
     vals = ([rng.uniform(-100, 0) for _ in range(3000)] + [rng.uniform(-1, 1e-3) for _ in range(500)]
             + [0.0, -0.0, -86.5, -86.7, -math.inf, math.nan, 5.0, 80.0])

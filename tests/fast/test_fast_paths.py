@@ -1,9 +1,10 @@
 """Every fast path against the general path (or the plain-Python twin) it stands in for.
 
 Fast paths exist for speed only, so each is checked to compute what the slower, simpler code
-computes on the same inputs: kernel entry points by typecode vs numba's normal dispatch, packed
-elementwise kernels vs the strided ones, and matmul's direct layouts vs a plain triple loop
-(the vectorisable exp and the row-block softmax: test_exp_softmax.py).
+computes on the same inputs: kernel entry points by typecode vs numba's normal dispatch, the fast
+backend's packed and strided elementwise loops (one per op) vs the formulas they are compiled
+from and the reference's loops, and matmul's direct layouts vs a plain triple loop (the
+vectorisable exp and the row-block softmax: test_exp_softmax.py).
 Runs compiled and with NUMBA_DISABLE_JIT=1 (where the entry points are the Python functions)."""
 import math
 import random
@@ -14,8 +15,11 @@ import pytest
 
 import tinyattn as ta
 from helpers import assert_close
+from tinyattn.fast import copy as fast_copy
 from tinyattn.fast import elementwise as KE
 from tinyattn.fast.jit import by_typecode, kernel
+from tinyattn.kernels import copy as reference_copy
+from tinyattn.kernels import elementwise as reference
 
 JIT = not numba.config.DISABLE_JIT
 
@@ -54,7 +58,7 @@ def test_by_typecode_entry_point_matches_dispatch():
 
 
 def test_by_typecode_scalar_of_the_table_kind():
-    table = KE.BINARY_SCALAR_PACKED
+    table = KE._BINARY_SCALAR_PACKED
     out_q, out_d = _buf("q", [0, 0]), _buf("d", [0, 0])
     table["q", KE.MUL](KE.MUL, _buf("q", [3, -4]), 3, False, out_q, 2)
     table["d", KE.SUB](KE.SUB, _buf("d", [3, -4]), 0.5, True, out_d, 2)
@@ -70,9 +74,9 @@ def _near(u, w, tol):
 
 @pytest.mark.parametrize("tc", ["f", "d", "q"])
 def test_packed_binary_and_scalar_kernels_match_the_formula(tc):
-    """binary_packed (own loops for add/sub/mul), binary_scalar_packed, and the strided kernel
-    both with contiguous rows (handed to binary_packed) and with a stride of 2 (element by
-    element) all give binary_value's result (BINARY_FORMULAS, read in Python)."""
+    """binary_packed, binary_scalar_packed, and the strided kernels both with contiguous rows
+    (slices) and with a stride of 2 (element by element) all give binary_value's result
+    (BINARY_FORMULAS, read in Python), as does the reference's loop."""
     rng = random.Random(tc)
     n = 37
     if tc == "q":
@@ -100,60 +104,67 @@ def test_packed_binary_and_scalar_kernels_match_the_formula(tc):
                    for u, w in zip(got, expect))
 
     for op in ops:
-        fast, rows, strided = (_buf(tc, [0] * n) for _ in range(3))
-        KE.BINARY_PACKED[tc, op](op, A, B, fast, n)
+        fast, rows, strided, plain = (_buf(tc, [0] * n) for _ in range(4))
+        KE.binary_packed(op, A, B, fast, n)
         KE.binary(op, A, 0, 0, 0, 0, 1, B, 0, 0, 0, 0, 1, rows, 1, 1, 1, n)
         KE.binary(op, A2, 0, 0, 0, 0, 2, B, 0, 0, 0, 0, 1, strided, 1, 1, 1, n)
-        for got in (fast, rows, strided):
+        reference.binary(op, A2, 0, 0, 0, 0, 2, B, 0, 0, 0, 0, 1, plain, 1, 1, 1, n)
+        for got in (fast, rows, strided, plain):
             assert close(got, want(op, a, b)), op
         for rev in (False, True):
             if op == KE.POW2 and rev:
                 continue
-            KE.BINARY_SCALAR_PACKED[tc, op](op, B, s, rev, fast, n)
+            KE.binary_scalar_packed(op, B, s, rev, fast, n)
             KE.binary_scalar(op, B, 0, 0, 0, 0, 1, s, rev, strided, 1, 1, 1, n)
+            reference.binary_scalar_packed(op, B, s, rev, plain, n)
             expect = want(op, [s] * n, b) if rev else want(op, b, [s] * n)
             assert close(fast, expect) and close(strided, expect), (op, rev)
+            assert close(plain, expect), (op, rev)
 
 
 @pytest.mark.parametrize("tc", ["f", "d"])
 def test_packed_unary_kernels_match_the_formula(tc):
-    """unary_packed / unary_backward (own loops for relu, exp, sigmoid, neg, tanh') against
-    UNARY_FORMULAS (unary_value / unary_derivative, read in Python), and the strided kernel."""
+    """unary_packed / unary_backward against UNARY_FORMULAS (unary_value / unary_derivative,
+    read in Python), the strided kernel, and the reference's loops."""
     rng = random.Random(1)
     n = 41
     xs = [rng.uniform(-4, 4) for _ in range(n)] + [0.0, -0.0, 50.0, -50.0]
     n = len(xs)
     value, deriv = KE.unary_value, KE.unary_derivative
     g = _buf(tc, [rng.uniform(-1, 1) for _ in range(n)])
-    for op in range(14):
+    for op in sorted(KE.UNARY_FORMULAS):
         p1, p2 = (-1.0, 2.0) if op == KE.CLAMP else (1.5, 0.0)
         vals = [abs(v) for v in xs] if op in (KE.LOG, KE.SQRT, KE.POW) else xs
         x = _buf(tc, vals)
-        fast, strided, back = (_buf(tc, [0] * n) for _ in range(3))
-        KE.UNARY_PACKED[tc, op](op, p1, p2, x, fast, n)
+        fast, strided, back, plain, plain_back = (_buf(tc, [0] * n) for _ in range(5))
+        KE.unary_packed(op, p1, p2, x, fast, n)
         KE.unary(op, p1, p2, x, 0, 0, 0, 0, 1, strided, 1, 1, 1, n)
+        reference.unary_packed(op, p1, p2, x, plain, n)
         want = _buf(tc, [value(op, v, p1, p2) for v in x])
         tol = 1e-6 if tc == "f" else 1e-14
         assert all(_near(u, w, tol) for u, w in zip(fast, want)), op
-        if op == KE.GELU and tc == "f":  # the fast tier's float32 erf: float32 precision
+        assert all(_near(u, w, tol) for u, w in zip(plain, want)), op
+        if op == KE.GELU and tc == "f":  # the fast backend's float32 erf: float32 precision
             assert all(_near(u, w, tol) for u, w in zip(fast, strided)), op
         else:
             assert _same(fast, strided), op
-        KE.UNARY_BACKWARD[tc, op](op, p1, p2, g, x, fast, back, n)
+        KE.unary_backward(op, p1, p2, g, x, fast, back, n)
+        reference.unary_backward(op, p1, p2, g, x, fast, plain_back, n)
         dwant = _buf(tc, [gi * deriv(op, v, y, p1, p2) for gi, v, y in zip(g, x, fast)])
         assert all(_near(u, w, tol) for u, w in zip(back, dwant)), op
+        assert all(_near(u, w, tol) for u, w in zip(plain_back, dwant)), op
 
 
 @pytest.mark.parametrize("tc", ["f", "d", "q", "B"])
-def test_copy_same_matches_copy(tc):
-    """copy_same (rows as slices when contiguous) against the element-by-element copy."""
+def test_copy_by_rows_matches_the_reference_copy(tc):
+    """The fast copy (rows as slices when contiguous) against the element-by-element copy."""
     src = _buf(tc, [i % 2 if tc == "B" else i for i in range(60)])
     # (3, 4, 5) view of a (3, 4, 5) buffer: contiguous rows; then its (5, 4, 3) transpose
     for strides, shape in (((20, 5, 1), (3, 4, 5)), ((1, 5, 20), (5, 4, 3))):
         a, b = _buf(tc, [0] * 80), _buf(tc, [0] * 80)
         args = (src, 0, 0, *strides, None, 7, 0, shape[1] * shape[2], shape[2], 1, 1, *shape)
-        KE.copy_same(*args[:6], a, *args[7:])
-        KE.copy(*args[:6], b, *args[7:])
+        fast_copy.copy(*args[:6], a, *args[7:])
+        reference_copy.copy(*args[:6], b, *args[7:])
         assert list(a) == list(b) and list(a[:7]) == [0] * 7
 
 

@@ -16,7 +16,7 @@ import pytest
 from tinyattn import backend
 
 PACKAGE = Path(backend.__file__).resolve().parent
-SPLIT = [f for f in backend.FAMILIES if f not in backend._COMBINED]
+SPLIT = backend.FAMILIES
 
 
 def _parameters(fn):
@@ -57,7 +57,6 @@ def test_every_file_of_the_reference_backend_is_a_family_the_ops_can_reach():
     assert files <= set(backend.FAMILIES), sorted(files - set(backend.FAMILIES))
 
 
-@pytest.mark.skipif(bool(backend._COMBINED), reason="some families still live in fast/ only")
 def test_the_reference_backend_never_imports_the_fast_package():
     code = ("import sys, tinyattn as ta, tinyattn.nn as nn\n"
             "m = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)\n"

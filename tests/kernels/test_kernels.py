@@ -2,6 +2,7 @@
 
 CI runs this file twice: compiled, and with NUMBA_DISABLE_JIT=1 (the kernels then run as the plain
 Python they are written in). Both runs must agree with the same independent formulas."""
+import importlib
 import math
 import os
 import subprocess
@@ -14,14 +15,23 @@ from hypothesis import strategies as st
 
 import tinyattn as ta
 from tinyattn import random as generator
-from tinyattn.fast import elementwise as KE
 from tinyattn.fast import softmax as KS
+from tinyattn.kernels import compare as KC
+from tinyattn.kernels import copy as KCopy
+from tinyattn.kernels import elementwise as KE
 from tinyattn.kernels import index as KI
 from tinyattn.kernels import random as KRand
 from tinyattn.kernels import reduce as KR
 
 SETTINGS = settings(max_examples=25, deadline=None)
 floats = st.floats(-5, 5, allow_nan=False, width=64)
+
+# The elementwise functions of both backends take the same arguments: both run these checks.
+BACKENDS = ["kernels", "fast"]
+
+
+def _ew(backend):
+    return importlib.import_module(f"tinyattn.{backend}.elementwise")
 
 
 def _phi(x):
@@ -44,38 +54,44 @@ UNARY = {  # op: (f(x), f'(x), p1, p2)
 }
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("op", sorted(UNARY))
 @SETTINGS
 @given(xs=st.lists(floats, min_size=1, max_size=9))
-def test_unary_value_and_derivative(op, xs):
+def test_unary_value_and_derivative(backend, op, xs):
+    K = _ew(backend)
     f, df, p1, p2 = UNARY[op]
     x = array("d", xs)
     y = array("d", [0.0]) * len(xs)
-    KE.unary(op, p1, p2, x, 0, 0, 0, 0, 1, y, 1, 1, 1, len(xs))
+    K.unary(op, p1, p2, x, 0, 0, 0, 0, 1, y, 1, 1, 1, len(xs))
     g = array("d", [1.5]) * len(xs)
     dx = array("d", [0.0]) * len(xs)
-    KE.unary_backward_reference(op, p1, p2, g, x, y, dx, len(xs))
+    K.unary_backward(op, p1, p2, g, x, y, dx, len(xs))
     for i, v in enumerate(xs):
         assert y[i] == pytest.approx(f(v), rel=1e-12, abs=1e-12)
         assert dx[i] == pytest.approx(1.5 * df(v), rel=1e-9, abs=1e-12)
 
 
-def test_unary_edge_values_match_compiled_semantics():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_unary_edge_values_match_compiled_semantics(backend):
+    K = _ew(backend)
     x = array("d", [1000.0, 0.0, -1.0, -1000.0])
     out = array("d", [0.0]) * 4
-    KE.unary(KE.EXP, 0.0, 0.0, x, 0, 0, 0, 0, 1, out, 1, 1, 1, 4)
+    K.unary(KE.EXP, 0.0, 0.0, x, 0, 0, 0, 0, 1, out, 1, 1, 1, 4)
     assert out[0] == math.inf and out[1] == 1.0 and out[3] == 0.0
-    KE.unary(KE.LOG, 0.0, 0.0, x, 0, 0, 0, 0, 1, out, 1, 1, 1, 4)
+    K.unary(KE.LOG, 0.0, 0.0, x, 0, 0, 0, 0, 1, out, 1, 1, 1, 4)
     assert out[1] == -math.inf and math.isnan(out[2])
-    KE.unary(KE.SIGMOID, 0.0, 0.0, x, 0, 0, 0, 0, 1, out, 1, 1, 1, 4)
+    K.unary(KE.SIGMOID, 0.0, 0.0, x, 0, 0, 0, 0, 1, out, 1, 1, 1, 4)
     assert out[0] == 1.0 and out[3] == 0.0
-    KE.unary(KE.POW, -0.5, 0.0, x, 0, 0, 0, 0, 1, out, 1, 1, 1, 4)
+    K.unary(KE.POW, -0.5, 0.0, x, 0, 0, 0, 0, 1, out, 1, 1, 1, 4)
     assert out[1] == math.inf and math.isnan(out[2])
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @SETTINGS
 @given(n0=st.integers(1, 3), n1=st.integers(1, 4), data=st.data())
-def test_binary_broadcast_strides(n0, n1, data):
+def test_binary_broadcast_strides(backend, n0, n1, data):
+    K = _ew(backend)
     a = array("d", data.draw(st.lists(floats, min_size=n0 * n1, max_size=n0 * n1)))
     b = array("d", data.draw(st.lists(floats.filter(lambda v: abs(v) > 0.1), min_size=n1,
                                       max_size=n1)))
@@ -84,38 +100,59 @@ def test_binary_broadcast_strides(n0, n1, data):
                   (KE.MAXIMUM, max), (KE.MINIMUM, min)):
         out = array("d", [0.0]) * (n0 * n1)
         # a is (n0, n1) contiguous; b is (n1,) broadcast over rows with stride 0
-        KE.binary(op, a, 0, 0, 0, n1, 1, b, 0, 0, 0, 0, 1, out, 1, 1, n0, n1)
+        K.binary(op, a, 0, 0, 0, n1, 1, b, 0, 0, 0, 0, 1, out, 1, 1, n0, n1)
         for i in range(n0):
             for j in range(n1):
                 assert out[i * n1 + j] == pytest.approx(f(a[i * n1 + j], b[j]))
     out = array("B", [0]) * (n0 * n1)
-    KE.compare(KE.LT, a, 0, 0, 0, n1, 1, b, 0, 0, 0, 0, 1, out, 1, 1, n0, n1)
+    KC.compare(KC.LT, a, 0, 0, 0, n1, 1, b, 0, 0, 0, 0, 1, out, 1, 1, n0, n1)
     assert list(out) == [int(a[i * n1 + j] < b[j]) for i in range(n0) for j in range(n1)]
 
 
-def test_division_by_zero_is_ieee_in_both_modes():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_division_by_zero_is_ieee_in_both_modes(backend):
+    K = _ew(backend)
     a, b = array("d", [1.0, -1.0, 0.0]), array("d", [0.0, 0.0, 0.0])
     out = array("d", [0.0]) * 3
-    KE.binary(KE.DIV, a, 0, 0, 0, 0, 1, b, 0, 0, 0, 0, 1, out, 1, 1, 1, 3)
+    K.binary(KE.DIV, a, 0, 0, 0, 0, 1, b, 0, 0, 0, 0, 1, out, 1, 1, 1, 3)
     assert out[0] == math.inf and out[1] == -math.inf and math.isnan(out[2])
 
 
-def test_where_copy_fill_to_int_axpy():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_integer_arithmetic_wraps_as_int64_in_both_modes(backend):
+    K = _ew(backend)
+    a, b = array("q", [2 ** 62, -2 ** 63, 3]), array("q", [4, 1, 41])
+    out = array("q", [0]) * 3
+    K.binary_packed(KE.MUL, a, b, out, 3)
+    assert list(out) == [0, -2 ** 63, 123]
+    K.binary_packed(KE.SUB, a, b, out, 3)
+    assert list(out) == [2 ** 62 - 4, 2 ** 63 - 1, -38]
+    K.binary_packed(KE.POW2, array("q", [3, -2, 7]), array("q", [41, 63, 0]), out, 3)
+    assert list(out) == [(3 ** 41 + 2 ** 63) % 2 ** 64 - 2 ** 63, -2 ** 63, 1]
+    K.unary_packed(KE.NEG, 0.0, 0.0, a, out, 3)
+    assert list(out) == [-2 ** 62, -2 ** 63, -3]
+
+
+def test_where_copy_fill_convert_axpy():
     c = array("B", [1, 0, 1])
     a, b = array("d", [1.0, 2.0, 3.0]), array("d", [-1.0])
     out = array("d", [0.0]) * 3
-    KE.where(c, 0, 0, 0, 0, 1, a, 0, 0, 0, 0, 1, b, 0, 0, 0, 0, 0, out, 1, 1, 1, 3)
+    KC.where(c, 0, 0, 0, 0, 1, a, 0, 0, 0, 0, 1, b, 0, 0, 0, 0, 0, out, 1, 1, 1, 3)
     assert list(out) == [1.0, -1.0, 3.0]
     # transpose a 2x3 into 3x2 with a strided copy
     src = array("f", [0, 1, 2, 3, 4, 5])
     dst = array("f", [0.0]) * 6
-    KE.copy(src, 0, 0, 0, 1, 3, dst, 0, 0, 0, 2, 1, 1, 1, 3, 2)
+    KCopy.copy(src, 0, 0, 0, 1, 3, dst, 0, 0, 0, 2, 1, 1, 1, 3, 2)
     assert list(dst) == [0, 3, 1, 4, 2, 5]
-    KE.fill(dst, 1, 0, 0, 0, 2, 9.0, 1, 1, 1, 3)
+    KCopy.fill(dst, 1, 0, 0, 0, 2, 9.0, 1, 1, 1, 3)
     assert list(dst) == [0, 9, 1, 9, 2, 9]
     ints = array("q", [0]) * 3
-    KE.to_int(array("d", [1.9, -1.9, 0.2]), 0, 0, 0, 0, 1, ints, 0, 0, 0, 0, 1, 1, 1, 1, 3)
+    KCopy.to_int(array("d", [1.9, -1.9, 0.2]), 0, 0, 0, 0, 1, ints, 0, 0, 0, 0, 1, 1, 1, 1, 3)
     assert list(ints) == [1, -1, 0]
+    small = array("i", [0]) * 3
+    KCopy.convert_int(array("q", [2 ** 31, -1, 5]), 0, 0, 0, 0, 1, small, 0, 0, 0, 0, 1,
+                      1, 1, 1, 3, KCopy.TO_INT32)
+    assert list(small) == [-2 ** 31, -1, 5]
     acc = array("d", [1.0, 1.0])
     KE.axpy(0.5, array("d", [2.0, 4.0]), acc, 2)
     assert list(acc) == [2.0, 3.0]

@@ -1,7 +1,7 @@
 """Add's backward skips the input that needs no gradient: adding a broadcast attention mask to the
 scores must not cost a reduction over the whole score tensor."""
 import tinyattn
-from tinyattn.ops import elementwise as functions  # Add.backward calls its sum_to
+from tinyattn.ops import arithmetic as functions  # Add.backward calls its sum_to
 
 
 def test_add_backward_reduces_only_for_inputs_that_need_grad(monkeypatch):

@@ -2,30 +2,27 @@
 from the end of the step backwards, while this process compiles from its start.
 
 numba compiles one function at a time in a process (it holds a lock while it compiles), and what
-the first training step of a small transformer needs takes ~20 s of one core: most of a first
-run's wait. A second core can do half of that. The disk cache is where the two processes meet: the
-helper saves what it compiles there, and when this process comes to that kernel numba loads it
-(`Dispatcher.compile` looks in the cache before it compiles). PyTorch's compiler (inductor)
-compiles in worker processes for the same reason.
+the first training step of a small transformer needs takes many seconds of one core: most of a
+first run's wait. A second core can do half of that (measured: benchmarks/RESULTS.md, STEP). The
+disk cache is where the two processes meet: the helper saves what it compiles there, and when this
+process comes to that kernel numba loads it (`Dispatcher.compile` looks in the cache before it
+compiles). PyTorch's compiler (inductor) compiles in worker processes for the same reason.
 
-- It starts with the first compile of a tinyattn kernel in a process (jit.py's compile message):
-  a warm run, which only loads machine code from the cache, starts nothing.
+- It starts with the first compile of a tinyattn kernel in a process (`jit.on_first_compile`,
+  which tinyattn/fast/__init__.py sets to `start`): a warm run, which only loads machine code
+  from the cache, starts nothing.
 - `STEP` lists what a step of a transformer (embedding, attention, layer norm, dropout, cross-
   entropy, Adam) compiles, float32, in the order the step first needs it. The helper works through
   it from the end; a kernel already in the cache (this process got there first) is loaded in a few
-  ms and passed over. Other models gain for the kernels they share with it. tests/test_ahead.py
-  holds the list to what such a step compiles.
+  ms and passed over. Other models gain for the kernels they share with it.
+  tests/fast/test_ahead.py holds the list to what such a step compiles.
 - It runs at a lower priority (nice 10), only where this process may use two CPUs or more, and it
   exits when this process exits: it watches a pipe from this process, which closes then.
-- It inherits the environment: the same tier (TINYATTN_KERNELS), the same CPU (NUMBA_CPU_NAME)
+- It inherits the environment: the same backend (TINYATTN_KERNELS), the same CPU (NUMBA_CPU_NAME)
   and the same cache (NUMBA_CACHE_DIR). Should it compile for anything else, this process would
   not find that code and would compile its own: slower, never wrong.
 - Writes to the cache are serialised across processes (jit._LockedCache).
 - ``TINYATTN_COMPILE_AHEAD=0`` turns it off.
-
-Measured on a 2-core AMD EPYC (Zen 3), the cold start of `benchmarks/run.py` (import, then the
-first training step of the demo transformer, empty cache): 21.7 s alone, 12.9-13.0 s with the
-helper in the same child run by hand, 11.0-11.1 s in two runs of run.py (16.8-23.7 s before).
 """
 import atexit
 import importlib
@@ -34,48 +31,49 @@ import subprocess
 import sys
 import threading
 
-from .elementwise import ADD, MUL, RELU
+from ..kernels.elementwise import ADD, MUL, RELU   # op codes: plain ints, no kernel compiled
+from .jit import by_typecode
 
-# (kernel file, name the ops call, key) for a `jit.by_typecode` table; with a fourth element,
-# (kernel file, kernel, typecode, argument spec) for a kernel the ops call directly, the spec in
+# (file of fast/, name of a `jit.by_typecode` table there, key); with a fourth element,
+# (file of fast/, kernel, typecode, argument spec) for a kernel called directly, the spec in
 # by_typecode's letters (T a buffer of that typecode, i int, f float, b bool, @q / @d / @B an
 # int64 / float64 / bool buffer). A file is one of this folder, or "kernels.<family>" for a
 # family whose reference loops the fast backend runs too.
 STEP = (
     # building the model: initial weights, the causal mask
     ("kernels.random", "normal", "f", "T i i i f f"),
-    ("elementwise", "COPY_SAME", "f"),
+    ("copy", "_COPY_SAME", "f"),
     ("kernels.random", "uniform", "f", "T i i i f f b"),
-    ("elementwise", "fill", "f", "T i i i i i f i i i i"),
-    ("elementwise", "BINARY_SCALAR_PACKED", ("f", MUL)),
+    ("copy", "fill", "f", "T i i i i i f i i i i"),
+    ("elementwise", "_BINARY_SCALAR_PACKED", ("f", MUL)),
     ("kernels.random", "randint", "q", "T i i i i i"),
-    ("elementwise", "COMPARE", "q"),
-    ("elementwise", "WHERE", "f"),
+    ("compare", "_COMPARE", "q"),
+    ("compare", "_WHERE", "f"),
     # forward: embedding, linear layers, attention, dropout, layer norm, the loss
     ("kernels.index", "wrap_indices", "q", "T i i i i T b"),
     ("kernels.index", "gather_rows", "f", "T @q T i i"),
-    ("elementwise", "BINARY", ("f", ADD)),
+    ("elementwise", "_BINARY", ("f", ADD)),
     ("matmul", "_blocked", "f"),
     ("matmul", "_post_blocks", "f", "@q i i i i T i i i i i T i i i i i T i i i i i i T"),
     ("threads", "_spin_above", "q", "T i i i"),
     ("jobs", "serve", "q", "T i i i i i T i"),
     ("threads", "_publish", "q", "T i i"),
     ("matmul", "_run_blocks_f", "q", "i"),
-    ("elementwise", "ADD_ROW_VECTOR", "f"),
+    ("elementwise", "_ADD_ROW_VECTOR", "f"),
     ("softmax", "_ROWS_FORWARD", ("f", False)),
     ("kernels.random", "dropout_apply", "f", "T T i i i f f"),
-    ("elementwise", "BINARY_PACKED", ("f", ADD)),
+    ("elementwise", "_BINARY_PACKED", ("f", ADD)),
     ("norm", "_LAYER_NORM_FORWARD", "f"),
-    ("elementwise", "UNARY_PACKED", ("f", RELU)),
+    ("elementwise", "_UNARY_PACKED", ("f", RELU)),
     ("kernels.loss", "check_targets", "q", "T i i i"),
     ("kernels.loss", "cross_entropy_forward", "f", "T @q T b i f i i T @d @d"),
     ("kernels.reduce", "sum_dim", "f", "T T i i i"),
     # backward
     ("kernels.loss", "cross_entropy_backward", "f", "T T @q T b i f i i @d T"),
     ("norm", "_LAYER_NORM_BACKWARD", "f"),
-    ("elementwise", "UNARY_BACKWARD", ("f", RELU)),
+    ("elementwise", "_UNARY_BACKWARD", ("f", RELU)),
     ("softmax", "_ROWS_BACKWARD", ("f", False)),
-    ("elementwise", "AXPY", "f"),
+    ("elementwise", "_AXPY", "f"),
     ("kernels.index", "scatter_add_rows", "f", "T @q T i i"),
     # the optimizer's step, then the argmax of evaluation
     ("kernels.optim", "adam_step", "f", "T T T T T i f f f f f b b b f f"),
@@ -140,7 +138,6 @@ def _exit_when_parent_exits():
 
 def tables():
     """`STEP` as (`jit.by_typecode` table, key) pairs: ``table[key]`` compiles (or loads) one kernel."""
-    from .jit import by_typecode
     for module, name, key, *spec in STEP:
         package = "tinyattn" if module.startswith("kernels.") else __package__
         kernel = getattr(importlib.import_module(f"{package}.{module}"), name)

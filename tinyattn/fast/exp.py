@@ -1,8 +1,9 @@
 """exp(x) in plain arithmetic, so that loops calling it vectorise (8 float64 lanes per AVX-512 op).
 
 numba compiles `math.exp` to a call into the C library, one element at a time: LLVM cannot turn a
-loop around an opaque call into vector code. Softmax, sigmoid and tanh spend nearly all their time
-there (~5-10 ns per element). Written as arithmetic, the same loop runs ~1 ns per element:
+loop around an opaque call into vector code, and softmax, sigmoid and tanh spend nearly all their
+time there. Written as arithmetic, the same loop runs several times faster (measured:
+benchmarks/RESULTS.md, exp):
 
     exp(x) = 2^k * exp(r),   k = round(x / ln 2),   r = x - k ln 2,   |r| <= ln(2) / 2
 
@@ -17,8 +18,8 @@ there (~5-10 ns per element). Written as arithmetic, the same loop runs ~1 ns pe
    k is split in two halves, 2^k = 2^k1 * 2^k2, so that results down to the smallest subnormal
    (x ~ -745) come out right instead of flushing to zero.
 
-Result: within ~2 ulp of math.exp for every float64 (tests/test_exp_softmax.py compares them), inf
-above 709.78, 0 below -745.13, NaN for NaN.
+Result: within ~2 ulp of math.exp for every float64 (tests/fast/test_exp_softmax.py compares
+them), inf above 709.78, 0 below -745.13, NaN for NaN.
 
 `exp_float32` (at the end) is the same plan in float32 arithmetic, for float32 data: twice the
 lanes per vector instruction.
@@ -219,9 +220,9 @@ def exp_float32(x):
 def exp_float32_nonpositive(x):
     """`exp_float32` without its overflow test, for x below 88.0 (softmax's x - max <= 0,
     attention's s - lse, and s - m <= 16 in flash.py's lazy rescaling), so that 2^k is one
-    float's bits (k <= 127). Softmax of 4096 x 64 float32 rows: ~6% faster than with exp_float32;
-    the plain 2^k (no "* 2") and no NaN test: exp of a 128-float row 0.62 -> 0.54 ns per element
-    on the Zen 3. (A NaN needs no test: it fails `x < -86.6` and stays NaN through the series.)"""
+    float's bits (k <= 127): no overflow test, no "* 2" and no NaN test make softmax's rows faster
+    (measured: benchmarks/RESULTS.md, exp_float32_nonpositive). (A NaN needs no test: it fails
+    `x < -86.6` and stays NaN through the series.)"""
     if x < f32(-86.6):
         return f32(0.0)
     k, p = _exp_float32_parts(x)
@@ -236,7 +237,7 @@ def _exp_float32_parts(x):
     k = t - 0x4B400000                           # round(x / ln 2), read from the float's bits
     kf = bits_float32(t) - f32(12582912.0)       # the same as a float, without converting k:
     # numba's integers are int64, and AVX2 has no vector int64 -> float conversion (AVX-512 has),
-    # so f32(k) made this loop scalar on AVX2 CPUs (exp of 262k floats: 346 -> 158 us on Zen 3)
+    # so f32(k) would make this loop scalar on AVX2 CPUs (benchmarks/RESULTS.md, exp_float32)
     r = (x - kf * f32(0.693359375)) - kf * f32(-2.12194440e-4)  # ln 2 = hi + lo, hi exact * k
     p = f32(1.0 / 720.0)
     p = p * r + f32(1.0 / 120.0)

@@ -16,10 +16,12 @@ A kernel defined where numba has no file to cache it next to (the interactive in
 ``exec()`` of a string, as the tour's snippets are run) is compiled without the disk cache.
 
 While kernels compile (the first run on a machine, or after a kernel changed), a one-line message
-says so on stderr: compiling what a demo needs takes ~10-25 s, and a silent pause looks like a hang.
-Compiled code is cached on disk (``__pycache__``, or ``NUMBA_CACHE_DIR``), so later runs load it.
-The first compile also starts ahead.py's second process, which compiles what a training step
-will need meanwhile; saves to the cache hold a file lock, so that two processes can share it.
+says so on stderr: compiling what a demo needs takes many seconds, and a silent pause looks like a
+hang. Compiled code is cached on disk (``__pycache__``, or ``NUMBA_CACHE_DIR``), so later runs load
+it. The first compile also calls `on_first_compile`, which tinyattn/fast/__init__.py sets to
+ahead.py's `start` (a second process compiles what a training step will need meanwhile); saves to
+the cache hold a file lock, so that two processes can share it (`reuse` extends the lock to the
+reference kernels that the fast backend calls as they are).
 
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
@@ -50,9 +52,23 @@ def _njit(fn, **options):
         if "cannot cache" not in str(e):
             raise
         return njit(**options)(fn)
+    _lock(dispatcher)
+    return dispatcher
+
+
+def _lock(dispatcher):
+    """Serialise `dispatcher`'s saves to the disk cache across processes (`_LockedCache`)."""
     if type(getattr(dispatcher, "_cache", None)) is FunctionCache:  # (None: NUMBA_DISABLE_JIT)
         dispatcher._cache = _LockedCache(dispatcher.py_func)
-    return dispatcher
+
+
+def reuse(module):
+    """Take the cache lock for every compiled function of `module`, a reference kernel file whose
+    kernels and formulas the fast backend calls as they are: the compile-ahead process (ahead.py)
+    may compile them beside this one, as it does the fast kernels."""
+    for value in vars(module).values():
+        if isinstance(value, numba.core.dispatcher.Dispatcher):
+            _lock(value)
 
 
 def cached(**options):
@@ -68,8 +84,8 @@ class _LockedCache(FunctionCache):
     free data-file name, rewrites the index, then writes the data. Two processes saving two
     signatures of one kernel at the same moment can pick the same name, and the index can then
     point one signature at the other's machine code (numba issues #4807 and #10128: its developers
-    suggest a file lock). With ahead.py's second process compiling beside this one that is no
-    longer a remote case, so each save holds an exclusive lock on a file in the cache folder."""
+    suggest a file lock). With ahead.py's second process compiling beside this one that is not a
+    remote case, so each save holds an exclusive lock on a file in the cache folder."""
 
     def save_overload(self, sig, data):
         with _cache_lock(self._impl.locator):
@@ -78,10 +94,11 @@ class _LockedCache(FunctionCache):
     def load_overload(self, sig, target_context):
         """numba's own load first refreshes the whole target context: the first time in a process
         that imports its NumPy, typed-container and jitclass implementations and re-reads every
-        typing registry, 0.33 s of a warm start's ~0.8 s on the Zen 3, for code that is only
-        loaded. Loading machine code needs numba's runtime (NRT) symbols and nothing from those
-        registries (its C helpers and math functions are bound when the context is made). A
-        compile still refreshes everything: numba's compiler does it before it starts."""
+        typing registry, a good part of a warm start (measured: benchmarks/RESULTS.md,
+        _LockedCache.load_overload), for code that is only loaded. Loading machine code needs
+        numba's runtime (NRT) symbols and nothing from those registries (its C helpers and math
+        functions are bound when the context is made). A compile still refreshes everything:
+        numba's compiler does it before it starts."""
         rtsys.initialize(target_context)
         with self._guard_against_spurious_io_errors():
             return self._load_overload(sig, target_context)
@@ -135,6 +152,15 @@ def inline(fn):
     return _njit(fn, inline="always", error_model="numpy")
 
 
+def pasted(formula):
+    """A scalar formula of the reference backend (kernels/), inlined into the fast kernels that
+    call it, as `inline` helpers are. Called as it is, it stays a call that LLVM does not always
+    inline, and a loop around a call does not vectorise (measured: benchmarks/RESULTS.md,
+    pasted). Not cached on disk itself (its kernels are): the reference's own dispatcher caches
+    the same function under the same name."""
+    return njit(inline="always", error_model="numpy")(getattr(formula, "py_func", formula))
+
+
 def vector_inline(fn):
     """A `vector_kernel` helper inlined into its caller: for loops over short rows (softmax's 64
     keys), where the call itself (passing each row's view) costs as much as the loop."""
@@ -145,11 +171,10 @@ def out_of_line():
     """Called first in a compiled function: LLVM will not inline that function into its callers.
 
     Whether LLVM inlines a callee depends on its cost model for the target CPU, so the same source
-    can become differently shaped machine code on two CPUs. flash.py's `_tile_mm` stayed a function
-    of its own when compiled for the Zen 3, and was inlined into the fused attention's forward and
-    backward when compiled for Haswell (``--isa avx2``), where the forward then took 28.4 ms
-    instead of 23.4 (T = 1024, 8 heads, on the same Zen 3). Kept out of line, the Haswell build's
-    forward and backward took 5% and 8% less. A no-op when run interpreted."""
+    can become differently shaped machine code on two CPUs: flash.py's `_tile_mm` stayed a
+    function of its own for one CPU and was inlined into the fused attention's loops for another,
+    where they then ran slower (measured: benchmarks/RESULTS.md, out_of_line). A no-op when run
+    interpreted."""
 
 
 @overload(out_of_line, inline="always")   # the intrinsic must land in the caller itself
@@ -175,11 +200,10 @@ def aligned_loop():
 
     Why: a CPU fetches and decodes code in aligned windows (32 or 64 bytes), so how many windows
     a short hot loop spans depends on where it starts, and that moves with every change elsewhere
-    in the kernel. The matmul micro-kernel's loop on AVX2 is 19 instructions (~90 bytes). Compiled
-    for Haswell, two builds of _bmm_blocked whose loops were the same instructions, differing only
-    in the panel width NC (a constant outside the loop, whose encoding moved the loop), ran 9%
-    apart on two threads (256^3 and 512^3, on the Zen 3). LLVM's default is 16 bytes.
-    A no-op when run interpreted."""
+    in the kernel. The matmul micro-kernel's loop on AVX2 is 19 instructions (~90 bytes): two
+    builds whose loops were the same instructions, moved only by a constant's encoding outside
+    the loop, ran at different speeds (measured: benchmarks/RESULTS.md, LOOP_ALIGN). LLVM's
+    default is 16 bytes. A no-op when run interpreted."""
 
 
 @overload(aligned_loop, inline="always")
@@ -253,11 +277,12 @@ class by_typecode(dict):
 
     Why: calling a numba function first works out the numba type of every argument and looks up the
     machine code for that combination; for an `array.array` that means asking for its buffer twice.
-    With three buffers and two ints that is ~0.6 us of a ~1 us call, and a training step of a small
-    model makes a few thousand such calls. The machine code for one signature (its "entry point")
-    takes the same arguments without that search: ~0.4 us. The price is that it trusts its caller:
-    a buffer of another typecode would be read as this one (garbage, not an error), so the op layer
-    always picks the table entry from the very buffers it passes.
+    With three buffers and two ints that is most of the call, and a training step of a small model
+    makes a few thousand such calls. The machine code for one signature (its "entry point") takes
+    the same arguments without that search (measured: benchmarks/RESULTS.md, by_typecode). The
+    price is that it trusts its caller: a buffer of another typecode would be read as this one
+    (garbage, not an error), so the fast backend always picks the table entry from the very
+    buffers it passes.
 
     `spec` gives the argument types, space-separated: ``i`` int64, ``f`` float64, ``b`` bool, ``S`` a
     number of the table's kind (float64 for float buffers, int64 otherwise), ``T`` a buffer of the
@@ -269,8 +294,8 @@ class by_typecode(dict):
     (`numba.literally` in the kernel), so its loop body is the one formula of that op and LLVM
     vectorises it. ``K`` is a flag the same way (a bool, keyed after the op: ``table[typecode,
     flag]``), and ``F`` the flag "the buffers are float32", known from the typecode: both are
-    compiled as constants, so each entry's loops are those of its case only (softmax of 4096 rows
-    of 64: 15% faster than with the flags tested per row).
+    compiled as constants, so each entry's loops are those of its case only (faster than testing
+    the flags per row: benchmarks/RESULTS.md, by_typecode).
     Interpreted (``NUMBA_DISABLE_JIT=1``) every entry is the plain Python function: the fast
     path's twin.
     """
@@ -279,6 +304,7 @@ class by_typecode(dict):
         super().__init__()
         self.fn = fn
         self.spec = spec.split()
+        _lock(fn)   # a reference kernel too may be compiled by the compile-ahead process
 
     def signature(self, key):
         """The numba argument types of entry `key`."""
@@ -308,16 +334,56 @@ class by_typecode(dict):
         self[key] = fn
         return fn
 
+    def entries(self, *constants):
+        """``{typecode: entry}`` for every `array.array` typecode: ``table[typecode, *constants]``
+        reached by one lookup of the typecode alone, in a plain dict; each entry is compiled (or
+        loaded from the disk cache) at its first call (`_FirstCall`). Why: building and hashing
+        a key tuple on every call, and a lookup in a dict subclass (this table's `__missing__` is
+        what compiles), each cost about as much as the Python call in front of it (measured:
+        benchmarks/RESULTS.md, by_typecode.entries). The fast backend's functions for small
+        elementwise ops reach their machine code this way."""
+        view = {}
+        for typecode in array.typecodes:
+            view[typecode] = _FirstCall(self, view, typecode, constants)
+        return view
+
+    def by_op(self, ops):
+        """``view[op][typecode]`` for the op codes `ops` of an ``L`` table: a list indexed by op
+        code (quicker to index than a dict) of `entries` views."""
+        view = [None] * (max(ops) + 1)
+        for op in ops:
+            view[op] = self.entries(op)
+        return view
+
+
+class _FirstCall:
+    """Stands in for a table's entry in an `entries` view until its first call, which fetches the
+    entry from the table (compiling or loading it) and puts it in the view in its place."""
+
+    __slots__ = ("table", "view", "typecode", "constants")
+
+    def __init__(self, table, view, typecode, constants):
+        self.table, self.view, self.typecode, self.constants = table, view, typecode, constants
+
+    def __call__(self, *args):
+        key = (self.typecode, *self.constants) if self.constants else self.typecode
+        entry = self.view[self.typecode] = self.table[key]
+        return entry(*args)
+
 
 # --------------------------------------------------------------------------- the compile message
 
 _said = False
 
+# Called (with no arguments) the first time numba compiles a kernel of tinyattn's in this process:
+# tinyattn/fast/__init__.py sets it to ahead.start, which starts the compile-ahead process.
+on_first_compile = None
+
 
 class _CompileMessage(_event.Listener):
     """Prints one line the first time numba compiles anything of tinyattn's in this process (a
-    kernel found in the disk cache is loaded, not compiled, and says nothing), and starts the
-    compile-ahead process (ahead.py) then."""
+    kernel found in the disk cache is loaded, not compiled, and says nothing), and calls
+    `on_first_compile` then."""
 
     def on_start(self, event):
         global _said
@@ -327,8 +393,8 @@ class _CompileMessage(_event.Listener):
         module = getattr(getattr(disp, "py_func", None), "__module__", "") or ""
         if module.startswith("tinyattn"):
             _said = True
-            from . import ahead  # (not at the top: ahead.py names op codes of elementwise.py)
-            ahead.start()  # a second process compiles what a training step will need later
+            if on_first_compile is not None:
+                on_first_compile()
             if os.environ.get("TINYATTN_QUIET_COMPILE") != "1":
                 print("tinyattn: compiling numba kernels for this machine (first run only, about "
                       "10-25 s; the machine code is cached for the next runs) ...",

@@ -35,7 +35,7 @@ from .. import dtypes as _dt
 from ..creation import empty, zeros
 from ..ops.attention import (attend, check_float, check_mask_dtype,  # noqa: F401  (re-exported)
                              causal_mask, padding_mask, scaled_dot_product_attention)
-from ..ops.elementwise import where
+from ..ops.compare import where
 from ..ops.flash import SDPBackend, sdpa_kernel  # noqa: F401  (torch.nn.attention's names)
 from ..ops.layout import cat
 from . import functional as F

@@ -14,7 +14,8 @@ that PyTorch programs that use them run, while GRU is the one tinyattn's demos t
 import math
 
 from ..creation import empty, zeros
-from ..ops.elementwise import add, mul, relu, sigmoid, tanh
+from ..ops.arithmetic import add, mul
+from ..ops.unary import relu, sigmoid, tanh
 from ..ops.layout import cat, chunk, contiguous, reshape, squeeze, stack, transpose, unsqueeze
 from ..ops.matmul import matmul
 from ..tensor import Tensor

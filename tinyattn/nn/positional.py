@@ -12,7 +12,7 @@ Chapter 3 of the tour (docs/03-attention.md) walks through this file.
 """
 from .. import dtypes as _dt
 from ..creation import arange, empty, tensor
-from ..ops.elementwise import where
+from ..ops.compare import where
 from . import init
 from .dropout import Dropout
 from .module import Module, Parameter

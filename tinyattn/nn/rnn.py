@@ -31,7 +31,7 @@ from .. import _devices as _dev
 from ..creation import empty, tensor, zeros
 from ..ops.rnn import bi_gru_sequence, gru_cell, gru_sequence
 from ..tensor import Tensor
-from ..ops.elementwise import mul
+from ..ops.arithmetic import mul
 from ..ops.layout import contiguous, reshape, squeeze, stack, transpose, unsqueeze
 from ..ops.matmul import matmul
 from . import functional as F

@@ -28,7 +28,7 @@ import math
 
 from .. import dtypes as _dt
 from ..ops.attention import additive_score, attention_context
-from ..ops.elementwise import masked_fill
+from ..ops.compare import masked_fill
 from ..ops.layout import narrow, squeeze, transpose, unsqueeze
 from ..tensor import Tensor
 from ..ops.matmul import matmul

@@ -32,7 +32,8 @@ from .. import dtypes as _dt
 from ..autograd import no_grad
 from ..creation import tensor, zeros
 from ..tensor import Tensor
-from ..ops.elementwise import eq, tanh
+from ..ops.compare import eq
+from ..ops.unary import tanh
 from ..ops.indexing import index_select
 from ..ops.layout import cat, reshape, stack
 from ..ops.reduce import argmax, sum

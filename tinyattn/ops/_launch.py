@@ -11,14 +11,14 @@ broadcasts each operand to `shape` (a broadcast dim gets stride 0) and returns t
 bundle per operand, to be splatted into the kernel call:
 
     shape4, (va, vb) = views4(out.shape, a, b)
-    KE.BINARY[tc, op](op, *va, *vb, out._data, *shape4)
+    backend.elementwise.binary(op, *va, *vb, out._data, *shape4)
 
 More than 4 dims that cannot be merged are rare (a permuted 5-d view); then the operands are copied
 into packed buffers first, which always merge to one dim.
 
 Also here: `packed(t)` (t itself if its elements are buffer[0:numel] in row-major order, else a
-packed copy), `copy_into` (any view into any view of equal shape), and small argument checks the
-op files share.
+packed copy), `copy_into` (any view into any view of equal shape, through kernels/copy.py), and
+small argument checks the op files share.
 
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
@@ -26,8 +26,8 @@ import builtins
 from array import array
 
 from .. import _shapes
+from .. import backend
 from .. import dtypes as _dt
-from ..fast import elementwise as KE
 from ..tensor import Tensor, _empty, _make
 
 
@@ -51,7 +51,9 @@ def copy(t, dtype=None):
     return out
 
 
-_CONVERT_MODE = {_dt.bool: KE.TO_BOOL, _dt.uint8: KE.TO_UINT8, _dt.int32: KE.TO_INT32}
+# How copy_into converts into the dtypes PyTorch converts its own way (kernels/copy.py).
+_CONVERT_MODE = {_dt.bool: backend.copy.TO_BOOL, _dt.uint8: backend.copy.TO_UINT8,
+                 _dt.int32: backend.copy.TO_INT32}
 
 
 def copy_into(src, dst_data, dst_off, dst_strides, dst_dtype=None):
@@ -63,14 +65,14 @@ def copy_into(src, dst_data, dst_off, dst_strides, dst_dtype=None):
         dst_dtype = sd if sd.typecode == dst_data.typecode else _dt.BY_TYPECODE[dst_data.typecode]
     extra = ()
     if sd.typecode == dst_data.typecode and not (dst_dtype is _dt.bool and sd is not _dt.bool):
-        kern = KE.COPY_SAME[dst_data.typecode]
-    elif dst_dtype in _CONVERT_MODE:   # bool, uint8, int32: test / wrap (kernels/elementwise.py)
-        kern = KE.convert_float if sd.is_floating_point else KE.convert_int
+        kern = backend.copy.copy
+    elif dst_dtype in _CONVERT_MODE:   # bool, uint8, int32: test / wrap
+        kern = backend.copy.convert_float if sd.is_floating_point else backend.copy.convert_int
         extra = (_CONVERT_MODE[dst_dtype],)
     elif sd.is_floating_point and dst_data.typecode == "q":
-        kern = KE.to_int  # float -> int truncates toward zero, as PyTorch
+        kern = backend.copy.to_int         # float -> int truncates toward zero, as PyTorch
     else:
-        kern = KE.copy
+        kern = backend.copy.copy           # int -> float, float32 <-> float64: by assignment
     shape4, (ss, ds) = _shapes.kernel_layout(src.shape, src._strides, dst_strides)
     if len(shape4) == 4:
         kern(src._data, src._offset, *ss, dst_data, dst_off, *ds, *shape4, *extra)
@@ -122,6 +124,15 @@ def rows(t, n_cols):
 def check_tensor(op, x):
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+
+
+def need_tensors(op, *xs):
+    """PyTorch's rule for ops like maximum or logical_and: tensor operands only (a number
+    raises, it is not cast)."""
+    for x in xs:
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{op}: expected Tensor operands, got {type(x).__name__} "
+                            f"(wrap numbers with tinyattn.tensor(...))")
 
 
 def shape_arg(shape):

@@ -29,7 +29,7 @@ from ..creation import arange, tensor
 from ..tensor import Tensor, _empty, _zeros
 from . import flash as _flash
 from ._launch import packed
-from .elementwise import le, logical_not, lt, where
+from .compare import le, logical_not, lt, where
 from .layout import to_dtype
 from .random import dropout
 from .softmax import softmax

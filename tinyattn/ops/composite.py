@@ -22,8 +22,9 @@ from .. import dtypes as _dt
 from ..tensor import Tensor
 from ._launch import check_tensor
 from .layout import to_dtype
-from .elementwise import (abs, clamp, exp, gt, log, lt, mul, neg, sigmoid, sub,  # noqa: A004
-                          tanh, where)
+from .arithmetic import clamp, mul, sub
+from .compare import gt, lt, where
+from .unary import abs, exp, log, neg, sigmoid, tanh  # noqa: A004
 from .reduce import mean, sum  # noqa: A004
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -215,7 +216,8 @@ def mv(input, vec):  # noqa: A002
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
     """|input - other| <= atol + rtol |other| elementwise (equal infinities are close)."""
-    from .elementwise import eq, isnan, le, logical_and, logical_or
+    from .compare import eq, le, logical_and, logical_or
+    from .unary import isnan
     if rtol < 0 or atol < 0:
         raise RuntimeError(f"isclose: rtol and atol must be greater than or equal to zero, got "
                            f"rtol={rtol}, atol={atol}")
@@ -454,7 +456,7 @@ def glu(input, dim=-1):  # noqa: A002
 def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
     """input / sqrt(mean(input^2 over the last len(normalized_shape) dims) + eps) * weight;
     eps defaults to the dtype's machine epsilon, as in PyTorch."""
-    from .elementwise import rsqrt
+    from .unary import rsqrt
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if not shape:
         raise RuntimeError("rms_norm: Expected normalized_shape to be at least 1-dimensional")

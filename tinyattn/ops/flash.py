@@ -28,7 +28,7 @@ from ..autograd import Function
 from ..creation import zeros
 from ..tensor import _empty
 from ._launch import packed
-from .elementwise import where
+from .compare import where
 from .layout import to_dtype
 
 

@@ -34,7 +34,7 @@ from ..creation import full, tensor
 from .. import backend
 from ..tensor import Tensor, _empty, _make
 from ._launch import check_tensor, copy, copy_into, packed, tensor_from_scalar
-from .elementwise import eq, ge, le, ne, where
+from .compare import eq, ge, le, ne, where
 from .inplace import recorded
 from .layout import Slice, expand, permute, reshape, to_dtype, view
 from .reduce import sum_to

@@ -18,14 +18,16 @@ write into part of such a tensor, and `view += y` falls back to `view = view + y
 Chapter 1 of the tour (docs/01-autograd.md) explains why.
 """
 from .. import _shapes
+from .. import backend
 from .. import dtypes as _dt
 from ..autograd import bump_version, is_grad_enabled, no_grad
 from ..creation import rand, randn
-from ..fast import elementwise as KE
 from ..tensor import Tensor, _make
 from ._launch import copy, copy_into
-from .elementwise import ZeroGradient, add, clamp, div, exp, masked_fill, mul, relu, sub
+from .arithmetic import add, clamp, div, mul, sub
+from .compare import masked_fill
 from .layout import to_dtype
+from .unary import ZeroGradient, exp, relu
 
 
 def _needs_grad(args):
@@ -108,7 +110,7 @@ def _write(t, value, op, rebound=False):
                                                    else int(_dt.checked(t.dtype, value, op)))
         shape4, st = _shapes.kernel_layout(t.shape, t._strides)
         if len(shape4) == 4:
-            KE.fill(t._data, t._offset, *st[0], v, *shape4)
+            backend.copy.fill(t._data, t._offset, *st[0], v, *shape4)
         else:
             for i, pos in enumerate(t._positions()):
                 t._data[pos] = v

@@ -28,7 +28,8 @@ from ..autograd import Function
 from .. import backend
 from ..tensor import Tensor, _empty, _make, _zeros
 from ._launch import copy, packed
-from .elementwise import add, mul, neg, sub
+from .arithmetic import add, mul, sub
+from .unary import neg
 from .indexing import movedim_back, movedim_front
 from .layout import contiguous, expand, reshape, to_dtype
 from .reduce import mean, sum

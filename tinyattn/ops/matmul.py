@@ -206,8 +206,7 @@ class Linear(Function):
         x2 = _make(packed(x)._data, (_shapes.numel(x.shape[:-1]), n_in), x.dtype)  # (N, in)
         out = mm_raw(x2, transposed(weight))  # (N, out)
         if bias is not None:
-            backend.elementwise.ADD_ROW_VECTOR[out.dtype.typecode](
-                out._data, packed(bias)._data, x2.shape[0], n_out)
+            backend.elementwise.add_row_vector(out._data, packed(bias)._data, x2.shape[0], n_out)
         if ctx.needs_input_grad:
             ctx.x2 = x2
         return _make(out._data, x.shape[:-1] + (n_out,), out.dtype)

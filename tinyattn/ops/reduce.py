@@ -181,7 +181,7 @@ def norm(x, p=2, dim=None, keepdim=False, dtype=None):
     if p == -math.inf:
         return amin(x.abs(), dim if dim is not None else (), keepdim)
     if p == 0:   # a count: dx = 0
-        from .elementwise import ZeroGradient   # elementwise imports this module
+        from .unary import ZeroGradient   # unary.py imports this module
         return ZeroGradient.apply(x, lambda v: sum((v != 0).to(v.dtype), dim, keepdim))
     if isinstance(p, (int, float)) and not isinstance(p, bool):
         return sum(x.abs() ** p, dim, keepdim) ** (1.0 / p)
@@ -366,7 +366,7 @@ def prod(x, dim=None, keepdim=False, dtype=None):
     """The product of the elements (along dim): pairs of halves multiplied until one is left,
     log2(n) elementwise products whose gradients are autograd's (exact with zeros too, where
     prod / x would divide by zero). Integers and bools multiply in int64, as in PyTorch."""
-    from .elementwise import mul
+    from .arithmetic import mul
     from .layout import narrow, reshape, unsqueeze
     check_tensor("prod", x)
     if dtype is not None:

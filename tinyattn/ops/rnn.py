@@ -21,7 +21,7 @@ from .. import dtypes as _dt
 from ..autograd import Function
 from ..tensor import _empty, _zeros
 from ._launch import packed, transposed
-from .elementwise import add, add_into
+from .arithmetic import add, add_into
 from .layout import cat, narrow, reshape, unsqueeze
 from .matmul import mm_pair_raw, mm_raw
 from .reduce import _sum

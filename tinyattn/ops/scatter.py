@@ -43,7 +43,8 @@ from ..autograd import Function, no_grad
 from .. import backend
 from ..tensor import Tensor, _empty, _make
 from ._launch import check_tensor, copy, packed, tensor_from_scalar
-from .elementwise import div, eq, floor_divide, mul, ne, where
+from .arithmetic import div, floor_divide, mul
+from .compare import eq, ne, where
 from .indexing import IndexRows, checked_index, index_select, int_range, movedim_front
 from .inplace import _inplace
 from .layout import expand, reshape, to_dtype, view

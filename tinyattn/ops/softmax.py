@@ -19,7 +19,7 @@ from .. import dtypes as _dt
 from ..autograd import UnaryFunction
 from ..tensor import _empty
 from ._launch import packed
-from .elementwise import _floating
+from .unary import _floating
 from .layout import to_dtype
 
 
