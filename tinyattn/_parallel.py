@@ -1,10 +1,14 @@
 """`set_num_threads` and `get_num_threads`, PyTorch's names for how many threads the kernels that
 split their work use (matmul, softmax, the fused attention, ...), the calling thread included. The
-pool itself is kernels/threads.py; its default is the machine's CPU count (at most 8), or
-``TINYATTN_NUM_THREADS``."""
-from .fast import threads as _threads
+pool is the fast backend's (fast/threads.py); its default is the machine's CPU count (at most 8),
+or ``TINYATTN_NUM_THREADS``. The reference backend runs on the calling thread alone."""
 
 __all__ = ["get_num_threads", "set_num_threads"]
+
+
+def _pool():
+    from .fast import threads  # on first use: under the reference backend fast/ stays unloaded
+    return threads
 
 
 def set_num_threads(nthreads):
@@ -14,9 +18,9 @@ def set_num_threads(nthreads):
         raise RuntimeError(f"set_num_threads expects an int, but got {type(nthreads).__name__}")
     if nthreads < 1:
         raise RuntimeError(f"set_num_threads expects a positive integer, got {nthreads}")
-    _threads.set_num_threads(nthreads)
+    _pool().set_num_threads(nthreads)
 
 
 def get_num_threads():
     """How many threads the kernels use (the calling thread included)."""
-    return _threads.num_threads()
+    return _pool().num_threads()

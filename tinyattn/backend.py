@@ -22,10 +22,17 @@ so switching backends re-binds what every op calls::
 Under the reference backend the fast package is never imported. Families that the fast backend
 does not write again (`FAST` does not name them) run the reference loops on both backends.
 
+The fast backend brings its memory machinery too: binding it gives new tensors buffers from a
+pool of dead outputs' buffers instead of fresh zero-filled ones, and keeps freed memory in the
+process (fast/recycle.py, fast/malloc.py); binding the reference backend goes back to fresh
+buffers (storage.set_allocator).
+
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 import importlib
 import os
+
+from . import storage
 
 BACKENDS = ("reference", "fast")
 
@@ -62,6 +69,10 @@ def _bind(name):
         globals()[family] = module
     if _COMBINED:
         importlib.import_module("tinyattn.fast.tiers")._use(name)
+    if name == "fast":
+        importlib.import_module("tinyattn.fast.recycle").install()
+    else:
+        storage.set_allocator(None)
 
 
 def active():

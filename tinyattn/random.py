@@ -1,16 +1,16 @@
 """The global random generator: `manual_seed(n)` makes every random op of a run repeatable.
 
 Each draw (a call to `rand`, `randn`, dropout, ...) takes a fresh 64-bit key made from the seed and a
-call counter; the kernels in kernels/random.py turn (element index, key) into a number. The state is
-just (seed, counter), so `get_rng_state()` / `set_rng_state()` make checkpoints resume exactly.
-tinyattn's stream is not PyTorch's: the same seed gives different numbers in the two libraries
+call counter; the kernels of the random family (kernels/random.py) turn (element index, key) into
+a number. The state is just (seed, counter), so `get_rng_state()` / `set_rng_state()` make
+checkpoints resume exactly. tinyattn's stream is not PyTorch's: the same seed gives different numbers in the two libraries
 (move weights between them with `state_dict`, not with seeds).
 """
 from array import array
 
+from . import backend
 from . import dtypes as _dt
-from .fast.random import hash32
-from .tensor import _make
+from .storage import _make
 
 
 class Generator:
@@ -33,6 +33,7 @@ class Generator:
         """Two 32-bit keys for the next draw; every call gives a new, unrelated stream."""
         c = self._calls
         self._calls = c + 1
+        hash32 = backend.random.hash32   # the random kernel family's hash, from Python
         lo, hi = self._seed & 0xFFFFFFFF, self._seed >> 32
         k1 = hash32(lo ^ hash32(c ^ 0x9E3779B9))
         k2 = hash32(hash32(hi ^ 0x85EBCA6B) + hash32(c + k1))

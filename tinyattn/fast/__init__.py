@@ -38,5 +38,3 @@ def _drop_stale_cache():
 
 
 _drop_stale_cache()
-
-from . import malloc  # noqa: E402,F401  (keeps freed tensor memory for reuse; see malloc.py)

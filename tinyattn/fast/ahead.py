@@ -35,6 +35,7 @@ import sys
 import threading
 
 from .elementwise import ADD, MUL, RELU
+from .jit import by_typecode
 
 # (kernel file, name the ops call, key) for a `jit.by_typecode` table; with a fourth element,
 # (kernel file, kernel, typecode, argument spec) for a kernel the ops call directly, the spec in
@@ -139,7 +140,6 @@ def _exit_when_parent_exits():
 
 def tables():
     """`STEP` as (`jit.by_typecode` table, key) pairs: ``table[key]`` compiles (or loads) one kernel."""
-    from .jit import by_typecode
     for module, name, key, *spec in STEP:
         kernel = getattr(importlib.import_module(f"{__package__}.{module}"), name)
         yield (by_typecode(kernel, spec[0]) if spec else kernel), key

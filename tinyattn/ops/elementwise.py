@@ -21,9 +21,10 @@ from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import BinaryFunction, Function, UnaryFunction, no_grad
 from ..fast import elementwise as KE
-from ..tensor import Tensor, _empty, _make
+from ..storage import TensorBase as Tensor, _empty, _make
 from ._launch import check_tensor, packed, tensor_from_scalar, views4
-from .layout import expand, to_dtype
+from .convert import to_dtype
+from .layout import expand
 from .reduce import sum_to
 
 _float32, _float64, _int64, _bool = _dt.float32, _dt.float64, _dt.int64, _dt.bool

@@ -25,10 +25,10 @@ from .. import dtypes as _dt
 from ..autograd import Function
 from ..creation import zeros
 from ..fast import flash as KF
-from ..tensor import _empty
+from ..storage import _empty
 from ._launch import packed
 from .elementwise import where
-from .layout import to_dtype
+from .convert import to_dtype
 
 
 class SDPBackend(enum.IntEnum):

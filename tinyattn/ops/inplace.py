@@ -22,10 +22,10 @@ from .. import dtypes as _dt
 from ..autograd import bump_version, is_grad_enabled, no_grad
 from ..creation import rand, randn
 from ..fast import elementwise as KE
-from ..tensor import Tensor, _make
+from ..storage import TensorBase as Tensor, _make
 from ._launch import copy, copy_into
+from .convert import to_dtype
 from .elementwise import ZeroGradient, add, clamp, div, exp, masked_fill, mul, relu, sub
-from .layout import to_dtype
 
 
 def _needs_grad(args):

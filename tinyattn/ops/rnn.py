@@ -22,7 +22,7 @@ from ..autograd import Function
 from ..fast import matmul as KM
 from ..fast import rnn as KR
 from ..fast import threads
-from ..tensor import _empty, _zeros
+from ..storage import _empty, _zeros
 from ._launch import packed, transposed
 from .elementwise import add, add_into
 from .layout import cat, narrow, reshape, unsqueeze

@@ -41,12 +41,13 @@ from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import Function, no_grad
 from ..fast import scatter as KS
-from ..tensor import Tensor, _empty, _make
+from ..storage import TensorBase as Tensor, _empty, _make
 from ._launch import check_tensor, copy, packed, tensor_from_scalar
+from .convert import to_dtype
 from .elementwise import div, eq, floor_divide, mul, ne, where
 from .indexing import IndexRows, checked_index, index_select, int_range, movedim_front
 from .inplace import _inplace
-from .layout import expand, reshape, to_dtype, view
+from .layout import expand, reshape, view
 from .reduce import any as reduce_any
 from .sort import argsort
 
