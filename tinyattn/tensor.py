@@ -97,6 +97,9 @@ class Tensor(TensorBase):
     def cumsum(self, dim, dtype=None):
         return _sort.cumsum(self, dim, dtype)
 
+    # ---------------------------------------------------------------- composed of other ops
+    # (in their families' files: ops/logarithm.py, blend.py, matmul.py, isclose.py, indexing.py,
+    # layout.py, product.py; bernoulli in creation.py)
     def log2(self, *args, **kwargs): return _logb.log2(self, *args, **kwargs)
     def log10(self, *args, **kwargs): return _logb.log10(self, *args, **kwargs)
     def lerp(self, *args, **kwargs): return _blend.lerp(self, *args, **kwargs)
