@@ -38,8 +38,10 @@ MODULES = _modules()
 def _imports(name, path):
     """(target module, line number, function-local?) for each import of a tinyattn module."""
     tree = ast.parse(path.read_text(), str(path))
-    local = {id(node) for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
-             for node in ast.walk(fn) if isinstance(node, (ast.Import, ast.ImportFrom))}
+    functions = [fn for fn in ast.walk(tree)
+                 if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    local = {id(node) for fn in functions for node in ast.walk(fn)
+             if isinstance(node, (ast.Import, ast.ImportFrom))}
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     found = []
     for node in ast.walk(tree):
