@@ -1,23 +1,40 @@
 """tinyattn: a small, readable deep-learning library for attention models.
 
-Layers, bottom to top: kernels/ (numba loops on flat buffers) -> ops/ (the differentiable ops, one
-file per kernel family) -> tensor.py, autograd.py, creation.py (Tensor, graph, factories) ->
-nn/, optim/ -> demos/.
+Layers, bottom to top. A module imports only from its own layer and the layers below it, and no
+two modules import each other; tests/core/test_imports.py builds the import graph from the source
+and holds it to this list. (A call can still go up at run time through a tensor's methods: an op
+written as `x.exp()` calls tensor.py, which calls ops/unary.py.)
+
+    _shapes, dtypes, _devices      shapes and broadcasting, the six dtypes, devices
+    storage                        a tensor's data: TensorBase (buffer, shape, strides, dtype,
+                                   grad_fn), _make and _empty, where new buffers come from
+    autograd                       Function, the graph, backward, no_grad
+    kernels/                       the reference backend: plain loops over flat buffers
+    fast/                          the fast backend: the same functions, tiled, vectorised, threaded
+    backend                        which backend the ops call (TINYATTN_KERNELS)
+    ops/, creation, random         the differentiable ops, one file per family; tensor factories
+                                   (zeros, rand, ...); the random generator
+    _format, _parallel             printing; set_num_threads
+    tensor                         tinyattn.Tensor: TensorBase with every op as a method
+    serialization, testing         save and load; gradcheck
+    nn/, optim/, utils/            layers, optimizers, data loading
+    viz/, _torch_names, as_torch   pictures of tensors and graphs; tinyattn as `import torch`
+
+This file, on top, gathers the public names.
 """
-from . import autograd  # first: tensor.py and ops/ build on it
+from . import autograd
 from . import backend  # noqa: F401  (the kernels the ops call: TINYATTN_KERNELS)
 from .tensor import Tensor
-from ._devices import (BoolTensor, ByteTensor, DoubleTensor, FloatTensor, IntTensor,
-                       LongTensor, backends,
-                       channels_last, compile, contiguous_format, cuda, device, jit,  # noqa: A004
-                       memory_format, onnx, preserve_format)
+from ._devices import (backends, channels_last, compile, contiguous_format, cuda,  # noqa: A004
+                       device, jit, memory_format, onnx, preserve_format)
 from .dtypes import (bool, double, dtype, float, float32, float64, int, int32,  # noqa: A004
                      int64, long, uint8)
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .random import Generator, get_rng_state, initial_seed, manual_seed, set_rng_state
-from .creation import (arange, empty, empty_like, eye, full, full_like, linspace, ones, ones_like,
-                       rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,
-                       zeros_like)
+from .creation import (BoolTensor, ByteTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor,
+                       arange, bernoulli, empty, empty_like, eye, full, full_like, linspace, ones,
+                       ones_like, rand, rand_like, randint, randn, randn_like, randperm, tensor,
+                       zeros, zeros_like)
 from .ops.arithmetic import (add, arctan2, atan2, clamp, clip, div,  # noqa: A004
                              floor_divide, maximum, minimum, mul, pow, remainder, round, rsub,
                              sign, square, sub)
@@ -27,16 +44,18 @@ from .ops.compare import (bitwise_and, bitwise_not, bitwise_or, bitwise_xor, eq,
 from .ops.unary import (abs, arctan, atan, ceil,  # noqa: A004
                         cos, erf, exp, expm1, floor, gelu, isfinite, isinf,
                         isnan, log, log1p, neg, relu, rsqrt, sigmoid, sin, sqrt, tanh, trunc)
-from .ops.indexing import gather, index_select, tril, triu, flip
-from .ops.layout import (cat, chunk, clone, expand, flatten, narrow, permute, reshape, split,
-                         squeeze, stack, t, transpose, unbind, unsqueeze)
-from .ops.matmul import bmm, matmul, mm
+from .ops.blend import addcdiv, addcmul, lerp
+from .ops.indexing import (diag, diagonal, flip, gather, index_select, masked_select, nonzero,
+                           repeat_interleave, take_along_dim, trace, tril, triu)
+from .ops.isclose import allclose, equal, isclose
+from .ops.layout import (cat, chunk, clone, expand, flatten, movedim, narrow, permute, reshape,
+                         roll, split, squeeze, stack, t, tile, transpose, unbind, unsqueeze)
+from .ops.logarithm import log10, log2
+from .ops.matmul import addmm, baddbmm, bmm, dot, matmul, mm, mv, outer
+from .ops.norm import norm
+from .ops.product import cumprod, prod
 from .ops.reduce import (all, amax, amin, any, argmax, argmin, logsumexp, max, mean, min,  # noqa: A004
-                         norm, prod, std, sum, var)
-from .ops.composite import (addcdiv, addcmul, addmm, allclose, baddbmm, bernoulli, cumprod, diag,
-                            diagonal, dot, equal, isclose, lerp, log10, log2, masked_select,
-                            movedim, mv, nonzero, outer, repeat_interleave, roll, take_along_dim,
-                            tile, trace)
+                         std, sum, var)
 from .ops.layout import expand as broadcast_to
 from .ops.einsum import einsum
 from .ops.random import multinomial

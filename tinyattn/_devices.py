@@ -165,22 +165,3 @@ onnx.export = _out_of_scope("torch.onnx.export")
 jit = types.ModuleType("tinyattn.jit", "torch.jit: TorchScript is out of scope.")
 jit.script = _out_of_scope("torch.jit.script")
 jit.trace = _out_of_scope("torch.jit.trace")
-
-
-def _legacy(dtype_name, name):
-    from . import dtypes
-
-    def make(*args):
-        """PyTorch's legacy typed constructor: LongTensor([1, 2]) or LongTensor(2, 3)."""
-        from . import creation
-        if len(args) == 1 and not isinstance(args[0], int):
-            return creation.tensor(args[0], dtype=make.dtype)
-        return creation.zeros(*args, dtype=make.dtype)
-    make.dtype = getattr(dtypes, dtype_name)   # x.type(IntTensor) converts to it (dtypes.get)
-    make.__name__ = make.__qualname__ = name
-    return make
-
-
-FloatTensor, DoubleTensor = _legacy("float32", "FloatTensor"), _legacy("float64", "DoubleTensor")
-LongTensor, BoolTensor = _legacy("int64", "LongTensor"), _legacy("bool", "BoolTensor")
-IntTensor, ByteTensor = _legacy("int32", "IntTensor"), _legacy("uint8", "ByteTensor")

@@ -1,5 +1,6 @@
 """PyTorch-like printing: tensor([[1.0000, 2.5000], ...], requires_grad=True)."""
 import math
+
 from .autograd import no_grad
 from .ops.layout import cat
 

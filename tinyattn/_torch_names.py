@@ -32,7 +32,7 @@ ALIASES = {
 
 def as_torch():
     """Make `import torch` (and its submodules above) give tinyattn; returns tinyattn."""
-    import tinyattn
+    tinyattn = sys.modules[__package__]   # the package is imported before any of its modules
     real = sys.modules.get("torch")
     if real is not None and real is not tinyattn:
         raise RuntimeError("as_torch: PyTorch itself is already imported in this process; call "

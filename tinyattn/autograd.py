@@ -38,7 +38,8 @@ import functools
 import weakref
 from array import array
 
-from .fast import recycle as _recycle
+from . import storage as _storage
+from .storage import TensorBase as Tensor, _make
 
 _grad_enabled = True
 
@@ -139,9 +140,9 @@ def _forget_buffer(buf):
     _forget(id(buf))
 
 
-# A dead output's buffer may be handed to a new output without being freed (_recycle.py): its
-# writes are forgotten then, as when a buffer is freed.
-_recycle.on_reuse = _forget_buffer
+# A dead output's buffer may be handed to a new output without being freed (the fast backend's
+# pool, fast/recycle.py): its writes are forgotten then, as when a buffer is freed.
+_storage.on_reuse = _forget_buffer
 
 
 def bump_version(t, rebound=False):
@@ -246,8 +247,8 @@ class BinaryFunction(Function):
 class UnaryFunction(Function):
     """A Function of one Tensor followed by plain values (softmax's dim, a view's shape, a
     scalar): the unary ops, views, reductions. Same behaviour as Function.apply, without its loop
-    over arguments: 0.7-0.9 us less per recorded op on the Zen 3 (softmax, exp, x * 2, t, sum,
-    reshape of a 4 x 4 tensor that requires grad). The values after the Tensor must not be
+    over arguments, which costs a small op a noticeable part of its time (measured:
+    benchmarks/RESULTS.md, autograd.py: UnaryFunction). The values after the Tensor must not be
     Tensors: they get no gradient and are not checked."""
 
     @classmethod
@@ -419,12 +420,11 @@ def _accumulate_leaf(leaf, gi, upstream, owned=None, add_into=None):
             owned[id(leaf.grad)] = leaf.grad
 
 
+# The engine sums the gradients it owns in place (acc += g) with a kernel, and the kernels are
+# reached through the ops, which sit above this module: the ops layer hands its in-place sum
+# over when it is imported (ops/__init__.py sets `add_into = ops.arithmetic.add_into`).
+add_into = None
+
+
 def _ones_like(t):
     return _make(array(t.dtype.typecode, [1]) * t.numel(), t.shape, t.dtype)
-
-
-# autograd.py, tensor.py and ops/ need each other: Tensor carries grad_fn nodes, and the engine
-# checks for Tensors and sums gradients with an op. tensor.py imports this module first (for
-# Function), so these names can only be imported here, once this module's own names exist.
-from .tensor import Tensor, _make  # noqa: E402
-from .ops.arithmetic import add_into  # noqa: E402

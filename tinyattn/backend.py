@@ -27,11 +27,18 @@ reference kernels run on the calling thread, the fast ones split their work over
 threads (fast/threads.py), which is given the count when the fast backend is bound and whenever
 it changes.
 
+The fast backend brings its memory machinery too: binding it gives new tensors buffers from a
+pool of dead outputs' buffers instead of fresh zero-filled ones, and keeps freed memory in the
+process (fast/recycle.py, fast/malloc.py); binding the reference backend goes back to fresh
+buffers (storage.set_allocator).
+
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 import importlib
 import os
 import sys
+
+from . import storage
 
 BACKENDS = ("reference", "fast")
 
@@ -62,7 +69,10 @@ def _bind(name):
             importlib.import_module("tinyattn.fast.jit").adopt(module)
         globals()[family] = module
     if name == "fast":
+        importlib.import_module("tinyattn.fast.recycle").install()
         _give_the_pool(num_threads())
+    else:
+        storage.set_allocator(None)
 
 
 # ---------------------------------------------------------------------------- threads

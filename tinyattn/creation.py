@@ -1,7 +1,10 @@
-"""Making tensors: from Python data (`tensor`), filled (`zeros`, `full`, `eye`, `arange`), random.
+"""Making tensors: from Python data (`tensor`), filled (`zeros`, `full`, `eye`, `arange`), random
+(`rand`, `randn`, `randint`, `randperm`, `bernoulli`), and PyTorch's legacy typed constructors
+(`FloatTensor`, `LongTensor`, ...).
 
 Random functions draw from the global generator seeded by `tinyattn.manual_seed(n)` unless a
-`generator=` is passed."""
+`generator=` is passed. This module sits with the ops (it fills tensors with ops/random.py's
+kernels) and below tinyattn.Tensor, whose legacy constructor `Tensor([1, 2])` calls it."""
 import builtins
 import math
 from array import array
@@ -10,7 +13,7 @@ from . import _shapes
 from . import _devices as _device
 from . import dtypes as _dt
 from .ops import random as _random_ops
-from .tensor import Tensor, _make
+from .storage import TensorBase as Tensor, _make
 
 
 def _size(op, size):
@@ -275,3 +278,27 @@ def bernoulli_mask(shape, p, dtype, generator=None):
     """A tensor of 1/(1-p) with probability 1-p and 0 otherwise (inverted dropout's mask)."""
     t = _make(_dt.zeros_buffer(dtype, _shapes.numel(shape)), tuple(shape), dtype)
     return _random_ops.bernoulli_scale_fill(t, p, generator)
+
+
+def bernoulli(input, *, generator=None):  # noqa: A002
+    """1 with probability input[i], else 0, in input's dtype."""
+    return (rand_like(input, generator=generator) < input).to(input.dtype)
+
+
+# --------------------------------------------------------------------------- legacy constructors
+
+
+def _legacy(dtype, name):
+    def make(*args):
+        """PyTorch's legacy typed constructor: LongTensor([1, 2]) or LongTensor(2, 3)."""
+        if len(args) == 1 and not isinstance(args[0], int):
+            return tensor(args[0], dtype=make.dtype)
+        return zeros(*args, dtype=make.dtype)
+    make.dtype = dtype   # x.type(IntTensor) converts to it (dtypes.get)
+    make.__name__ = make.__qualname__ = name
+    return make
+
+
+FloatTensor, DoubleTensor = _legacy(_dt.float32, "FloatTensor"), _legacy(_dt.float64, "DoubleTensor")
+LongTensor, BoolTensor = _legacy(_dt.int64, "LongTensor"), _legacy(_dt.bool, "BoolTensor")
+IntTensor, ByteTensor = _legacy(_dt.int32, "IntTensor"), _legacy(_dt.uint8, "ByteTensor")

@@ -1,15 +1,15 @@
 """The global random generator: `manual_seed(n)` makes every random op of a run repeatable.
 
 Each draw (a call to `rand`, `randn`, dropout, ...) takes a fresh 64-bit key made from the seed and a
-call counter; the kernels in kernels/random.py turn (element index, key) into a number. The state is
-just (seed, counter), so `get_rng_state()` / `set_rng_state()` make checkpoints resume exactly.
-tinyattn's stream is not PyTorch's: the same seed gives different numbers in the two libraries
+call counter; the kernels of the random family (kernels/random.py) turn (element index, key) into
+a number. The state is just (seed, counter), so `get_rng_state()` / `set_rng_state()` make
+checkpoints resume exactly. tinyattn's stream is not PyTorch's: the same seed gives different numbers in the two libraries
 (move weights between them with `state_dict`, not with seeds).
 """
 from array import array
 
 from . import dtypes as _dt
-from .tensor import _make
+from .storage import _make
 
 
 def _hash32(x):

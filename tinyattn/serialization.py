@@ -31,8 +31,10 @@ import sys
 from array import array
 
 from . import dtypes as _dt
+from ._devices import check
 from .autograd import no_grad
-from .tensor import Tensor, _make
+from .storage import _make
+from .tensor import Tensor
 
 _STRUCTURE_KEY = "tinyattn.structure"
 _FORMAT_VERSION = 1
@@ -210,7 +212,6 @@ def load(path, map_location=None, pickle_module=None, *, weights_only=None, mmap
 
 
 def _check_map_location(map_location):
-    from ._devices import check
     if map_location is None or callable(map_location):
         return
     targets = map_location.values() if isinstance(map_location, dict) else [map_location]

@@ -1,44 +1,46 @@
-"""The Tensor: a strided view of a flat `array.array` buffer, plus what autograd needs.
+"""tinyattn.Tensor: the tensor a program holds, with every op as a method.
 
-    element (i0, ..., ik) lives at  _data[_offset + i0*_strides[0] + ... + ik*_strides[k]]
-
-Strides let transpose, permute, expand, unsqueeze and slicing return views that share the buffer
-instead of copying it (K transposed in Q K^T, heads split out of an embedding); a broadcast dimension
-has stride 0. Kernels accept these strided views directly where that saves a copy.
-
-Autograd state: `requires_grad`, `grad` (accumulated by backward), `grad_fn` (the Function node that
-made this tensor; None for leaves). The op methods are thin: each calls the function of the same name
-in tinyattn/ops/ (ops/softmax.py for `x.softmax(dim)`), where the op's forward, backward and kernel
-call live.
+Its data -- a strided view of a flat `array.array` buffer, and the autograd state
+`requires_grad`, `grad`, `grad_fn` -- is `TensorBase`'s (storage.py); this class adds the ops. The
+methods are thin: each calls the function of the same name in tinyattn/ops/ (ops/softmax.py for
+`x.softmax(dim)`), where the op's forward, backward and kernel call live. This module sits above
+the ops, so it imports them; the ops, which make tensors, import only storage.py, and the tensors
+they make are Tensors all the same: the class is `register`ed with storage below.
 
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
-
-import weakref as _weakref
-
-from .fast import recycle as _recycle
-from . import _shapes
-from . import autograd as _ag
 from . import _devices as _dev
+from . import autograd as _ag
+from . import creation as _cr
 from . import dtypes as _dt
+from . import storage as _storage
+from ._format import format_tensor
+from .ops import blend as _blend
+from .ops import convert as _cv
+from .ops import arithmetic as _ar
+from .ops import compare as _cmp
+from .ops import indexing as _idx
+from .ops import inplace as _inp
+from .ops import isclose as _close
+from .ops import layout as _lay
+from .ops import logarithm as _logb
+from .ops import matmul as _mm
+from .ops import norm as _norm
+from .ops import product as _prod
+from .ops import random as _rops
+from .ops import reduce as _red
+from .ops import scatter as _sc
+from .ops import softmax as _sm
+from .ops import sort as _sort
+from .ops import unary as _un
+from .storage import TensorBase
 
 
-_STRIDES = {}  # shape -> contiguous strides: training reuses a few shapes, so they are cached
+class Tensor(TensorBase):
+    """A tensor: its data and metadata are TensorBase's (storage.py), its ops are the methods
+    below. Every tensor tinyattn makes is one of these (or an nn.Parameter)."""
 
-
-def _strides_for(shape):
-    s = _STRIDES.get(shape)
-    if s is None:
-        if len(_STRIDES) > 4096:
-            _STRIDES.clear()
-        s = _STRIDES[shape] = _shapes.contiguous_strides(shape)
-    return s
-
-
-class Tensor:
-    # _base: the tensor this one is a view of (None when it owns its elements' view)
-    __slots__ = ("_data", "shape", "_strides", "_offset", "dtype", "_requires_grad", "grad",
-                 "grad_fn", "_packed", "_base", "_view_clock", "__weakref__")
+    __slots__ = ()  # the slots are TensorBase's; no per-tensor __dict__
 
     def __new__(cls, *args, **kwargs):
         """PyTorch's legacy constructor: Tensor([1, 2]) copies data as float32, Tensor(2, 3) is
@@ -60,68 +62,6 @@ class Tensor:
     def __init__(self, *args, **kwargs):
         pass
 
-    # ------------------------------------------------------------------ metadata
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    def dim(self):
-        return len(self.shape)
-
-    def numel(self):
-        return _shapes.numel(self.shape)
-
-    def size(self, dim=None):
-        if dim is None:
-            return self.shape
-        return self.shape[_shapes.normalize_dim("size", dim, len(self.shape))]
-
-    def stride(self, dim=None):
-        if dim is None:
-            return self._strides
-        return self._strides[_shapes.normalize_dim("stride", dim, len(self.shape))]
-
-    def storage_offset(self):
-        return self._offset
-
-    def is_contiguous(self):
-        return self._packed or all(
-            st == c for n, st, c in zip(self.shape, self._strides, _strides_for(self.shape)) if n != 1)
-
-    def is_floating_point(self):
-        return self.dtype.is_floating_point
-
-    def element_size(self):
-        return self.dtype.itemsize
-
-    @property
-    def is_leaf(self):
-        return self.grad_fn is None
-
-    @property
-    def requires_grad(self):
-        return self._requires_grad
-
-    @requires_grad.setter
-    def requires_grad(self, flag):
-        self.requires_grad_(flag)
-
-    def requires_grad_(self, requires_grad=True):
-        if requires_grad and not self.dtype.is_floating_point:
-            raise RuntimeError(f"requires_grad: only floating-point tensors can require gradients, "
-                               f"this one is {self.dtype}")
-        if self.grad_fn is not None and not requires_grad:
-            raise RuntimeError("requires_grad: cannot turn off requires_grad on a non-leaf tensor "
-                               "(use .detach())")
-        self._requires_grad = bool(requires_grad)
-        return self
-
-    def retain_grad(self):
-        """Keep this non-leaf tensor's gradient in `.grad` during backward (for inspection)."""
-        if self.grad_fn is not None:
-            self.grad_fn._retained = _weakref.ref(self)
-        return self
-
     @property
     def T(self):
         """All dims reversed (the transpose of a matrix)."""
@@ -132,10 +72,6 @@ class Tensor:
         """The last two dims swapped: a batch of transposed matrices."""
         return self.transpose(-2, -1)
 
-    @property
-    def data(self):
-        return self.detach()
-
     # ------------------------------------------------------------------ autograd
     def backward(self, gradient=None, retain_graph=False):
         """Compute d(self)/d(leaf) for every leaf that requires grad, accumulating into `.grad`."""
@@ -145,85 +81,6 @@ class Tensor:
     def _version(self):
         """How many in-place changes this tensor's elements have had (shared by its views)."""
         return _ag.version(self)
-
-    def detach(self):
-        """The same data (shared buffer), cut from the graph."""
-        return _make(self._data, self.shape, self.dtype, self._strides, self._offset, self._packed)
-
-    def detach_(self):
-        self.grad_fn = None
-        self._requires_grad = False
-        return self
-
-    # ------------------------------------------------------------------ conversion to Python
-    def _positions(self):
-        """Buffer positions of the elements in row-major order."""
-        if self._packed:
-            return range(self.numel())
-        pos = [self._offset]
-        for n, st in zip(self.shape, self._strides):
-            pos = [p + i * st for p in pos for i in range(n)]
-        return pos
-
-    def _unravel(self, flat):
-        idx = []
-        for n in reversed(self.shape):
-            idx.append(flat % n)
-            flat //= n
-        return tuple(reversed(idx))
-
-    def tolist_flat(self):
-        if self._packed:
-            vals = self._data[: self.numel()].tolist()
-        else:
-            data = self._data
-            vals = [data[p] for p in self._positions()]
-        if self.dtype is _dt.bool:
-            vals = [v != 0 for v in vals]
-        return vals
-
-    def tolist(self):
-        """Nested Python lists of numbers (a Python number for a 0-d tensor)."""
-        vals = self.tolist_flat()
-        if not self.shape:
-            return vals[0]
-        if not vals:               # a size-0 dim somewhere: build the empty nesting
-            def empty(shape):
-                return [] if shape[0] == 0 or len(shape) == 1 else [empty(shape[1:])
-                                                                     for _ in range(shape[0])]
-            return empty(self.shape)
-        for n in reversed(self.shape[1:]):
-            vals = [vals[i:i + n] for i in range(0, len(vals), n)]
-        return vals
-
-    def item(self):
-        if self.numel() != 1:
-            raise ValueError(f"item: only a tensor with one element can be converted to a Python "
-                             f"number, this one has shape {tuple(self.shape)}")
-        v = self._data[self._offset]
-        return (v != 0) if self.dtype is _dt.bool else v
-
-    def __float__(self):
-        return float(self.item())
-
-    def __int__(self):
-        return int(self.item())
-
-    def __index__(self):
-        if self.dtype.is_floating_point or self.numel() != 1:
-            raise TypeError("only integer tensors of a single element can be converted to an index")
-        return int(self.item())
-
-    def __bool__(self):
-        if self.numel() != 1:
-            raise RuntimeError(f"the truth value of a tensor with {self.numel()} elements is "
-                               f"ambiguous (shape {tuple(self.shape)}); use .any() or .all()")
-        return bool(self.item())
-
-    def __len__(self):
-        if not self.shape:
-            raise TypeError("len() of a 0-d tensor")
-        return self.shape[0]
 
     def __iter__(self):
         if not self.shape:
@@ -242,34 +99,34 @@ class Tensor:
     def cumsum(self, dim, dtype=None):
         return _sort.cumsum(self, dim, dtype)
 
-    def log2(self, *args, **kwargs): return _comp.log2(self, *args, **kwargs)
-    def log10(self, *args, **kwargs): return _comp.log10(self, *args, **kwargs)
-    def lerp(self, *args, **kwargs): return _comp.lerp(self, *args, **kwargs)
-    def addcmul(self, *args, **kwargs): return _comp.addcmul(self, *args, **kwargs)
-    def addcdiv(self, *args, **kwargs): return _comp.addcdiv(self, *args, **kwargs)
-    def addmm(self, *args, **kwargs): return _comp.addmm(self, *args, **kwargs)
-    def baddbmm(self, *args, **kwargs): return _comp.baddbmm(self, *args, **kwargs)
-    def mv(self, *args, **kwargs): return _comp.mv(self, *args, **kwargs)
-    def isclose(self, *args, **kwargs): return _comp.isclose(self, *args, **kwargs)
-    def allclose(self, *args, **kwargs): return _comp.allclose(self, *args, **kwargs)
-    def equal(self, *args, **kwargs): return _comp.equal(self, *args, **kwargs)
-    def diagonal(self, *args, **kwargs): return _comp.diagonal(self, *args, **kwargs)
-    def diag(self, *args, **kwargs): return _comp.diag(self, *args, **kwargs)
-    def trace(self, *args, **kwargs): return _comp.trace(self, *args, **kwargs)
-    def roll(self, *args, **kwargs): return _comp.roll(self, *args, **kwargs)
-    def repeat_interleave(self, *args, **kwargs): return _comp.repeat_interleave(self, *args, **kwargs)
+    # ---------------------------------------------------------------- composed of other ops
+    # (in their families' files: ops/logarithm.py, blend.py, matmul.py, isclose.py, indexing.py,
+    # layout.py, product.py; bernoulli in creation.py)
+    def log2(self, *args, **kwargs): return _logb.log2(self, *args, **kwargs)
+    def log10(self, *args, **kwargs): return _logb.log10(self, *args, **kwargs)
+    def lerp(self, *args, **kwargs): return _blend.lerp(self, *args, **kwargs)
+    def addcmul(self, *args, **kwargs): return _blend.addcmul(self, *args, **kwargs)
+    def addcdiv(self, *args, **kwargs): return _blend.addcdiv(self, *args, **kwargs)
+    def addmm(self, *args, **kwargs): return _mm.addmm(self, *args, **kwargs)
+    def baddbmm(self, *args, **kwargs): return _mm.baddbmm(self, *args, **kwargs)
+    def mv(self, *args, **kwargs): return _mm.mv(self, *args, **kwargs)
+    def isclose(self, *args, **kwargs): return _close.isclose(self, *args, **kwargs)
+    def allclose(self, *args, **kwargs): return _close.allclose(self, *args, **kwargs)
+    def equal(self, *args, **kwargs): return _close.equal(self, *args, **kwargs)
+    def diagonal(self, *args, **kwargs): return _idx.diagonal(self, *args, **kwargs)
+    def diag(self, *args, **kwargs): return _idx.diag(self, *args, **kwargs)
+    def trace(self, *args, **kwargs): return _idx.trace(self, *args, **kwargs)
+    def roll(self, *args, **kwargs): return _lay.roll(self, *args, **kwargs)
+    def repeat_interleave(self, *args, **kwargs): return _idx.repeat_interleave(self, *args, **kwargs)
     def tile(self, *dims):  # x.tile(2, 2) or x.tile((2, 2)), as PyTorch
-        return _comp.tile(self, dims[0] if len(dims) == 1 else dims)
-    def movedim(self, *args, **kwargs): return _comp.movedim(self, *args, **kwargs)
-    def nonzero(self, *args, **kwargs): return _comp.nonzero(self, *args, **kwargs)
-    def masked_select(self, *args, **kwargs): return _comp.masked_select(self, *args, **kwargs)
-    def take_along_dim(self, *args, **kwargs): return _comp.take_along_dim(self, *args, **kwargs)
-    def cumprod(self, *args, **kwargs): return _comp.cumprod(self, *args, **kwargs)
-    def bernoulli(self, *args, **kwargs): return _comp.bernoulli(self, *args, **kwargs)
+        return _lay.tile(self, dims[0] if len(dims) == 1 else dims)
+    def movedim(self, *args, **kwargs): return _lay.movedim(self, *args, **kwargs)
+    def nonzero(self, *args, **kwargs): return _idx.nonzero(self, *args, **kwargs)
+    def masked_select(self, *args, **kwargs): return _idx.masked_select(self, *args, **kwargs)
+    def take_along_dim(self, *args, **kwargs): return _idx.take_along_dim(self, *args, **kwargs)
+    def cumprod(self, *args, **kwargs): return _prod.cumprod(self, *args, **kwargs)
+    def bernoulli(self, *args, **kwargs): return _cr.bernoulli(self, *args, **kwargs)
     def broadcast_to(self, *shape): return _lay.expand(self, *shape)
-
-    def nelement(self):
-        return self.numel()
 
     def multinomial(self, num_samples, replacement=False, *, generator=None):
         return _rops.multinomial(self, num_samples, replacement, generator=generator)
@@ -284,7 +141,6 @@ class Tensor:
         return str(self)
 
     def __repr__(self):
-        from ._format import format_tensor  # here, not at the top: _format.py uses ops (cycle)
         return format_tensor(self)
 
     def __array__(self, *args, **kwargs):  # pragma: no cover - a clear message for np.asarray(t)
@@ -309,7 +165,7 @@ class Tensor:
         _dev.check_memory_format(memory_format, "to")
         if dtype is None or _dt.get(dtype) is self.dtype:
             return self.clone() if copy else self
-        return _lay.to_dtype(self, _dt.get(dtype))
+        return _cv.to_dtype(self, _dt.get(dtype))
 
     def cpu(self):
         return self
@@ -329,24 +185,24 @@ class Tensor:
         return self.to(_dt.get(dtype))
 
     def float(self):
-        return _lay.to_dtype(self, _dt.float32)
+        return _cv.to_dtype(self, _dt.float32)
 
     def double(self):
-        return _lay.to_dtype(self, _dt.float64)
+        return _cv.to_dtype(self, _dt.float64)
 
     def long(self):
-        return _lay.to_dtype(self, _dt.int64)
+        return _cv.to_dtype(self, _dt.int64)
 
     def int(self):
         """int32 (PyTorch's x.int()); values wrap mod 2**32, floats truncate."""
-        return _lay.to_dtype(self, _dt.int32)
+        return _cv.to_dtype(self, _dt.int32)
 
     def byte(self):
         """uint8 (PyTorch's x.byte()); values wrap mod 256: -1 -> 255, 300 -> 44."""
-        return _lay.to_dtype(self, _dt.uint8)
+        return _cv.to_dtype(self, _dt.uint8)
 
     def bool(self):
-        return _lay.to_dtype(self, _dt.bool)
+        return _cv.to_dtype(self, _dt.bool)
 
     # ---------------------------------------------------------------- new tensors like this one
     # PyTorch's x.new_zeros(...) etc.: this tensor's dtype unless dtype= says otherwise. tinyattn
@@ -437,7 +293,7 @@ class Tensor:
         return _red.var(self, dim, unbiased, keepdim, correction)
     def std(self, dim=None, unbiased=None, keepdim=False, correction=None):
         return _red.std(self, dim, unbiased, keepdim, correction)
-    def norm(self, p=2, dim=None, keepdim=False): return _red.norm(self, p, dim, keepdim)
+    def norm(self, p=2, dim=None, keepdim=False): return _norm.norm(self, p, dim, keepdim)
     def max(self, dim=None, keepdim=False): return _red.max(self, dim, keepdim)
     def min(self, dim=None, keepdim=False): return _red.min(self, dim, keepdim)
     def amax(self, dim=(), keepdim=False): return _red.amax(self, dim, keepdim)
@@ -569,7 +425,7 @@ class Tensor:
     def atan2(self, other): return _ar.atan2(self, other)
     def arctan2(self, other): return _ar.atan2(self, other)
     def prod(self, dim=None, keepdim=False, dtype=None):
-        return _red.prod(self, dim, keepdim, dtype)
+        return _prod.prod(self, dim, keepdim, dtype)
     def __eq__(self, other): return _cmp.eq(self, other)
     def __ne__(self, other): return _cmp.ne(self, other)
     def __lt__(self, other): return _cmp.lt(self, other)
@@ -597,83 +453,4 @@ def _cpu_only(op, device):
         raise NotImplementedError(f"{op}: device {device!r}: tinyattn runs on the CPU only")
 
 
-def _make(data, shape, dtype, strides=None, offset=0, packed=None):
-    """Wrap a buffer as a tensor without copying (the one internal constructor)."""
-    t = _new_tensor(Tensor)
-    t._data = data
-    t.shape = shape
-    t.dtype = dtype
-    t._requires_grad = False
-    t.grad = None
-    t.grad_fn = None
-    t._base = None
-    if strides is None:
-        t._strides = _strides_for(shape)
-        t._offset = 0
-        t._packed = True
-    else:
-        t._strides = strides
-        t._offset = offset
-        t._packed = (offset == 0 and strides == _strides_for(shape)) if packed is None else packed
-    return t
-
-
-def _empty(shape, dtype):
-    """A packed tensor for a kernel to fill: its contents are arbitrary, and the kernel must write
-    every element. A big buffer may be a dead output's (tinyattn/_recycle.py), which saves the
-    zero-fill that a fresh array.array costs; ops that need zeros ask for them (``_zeros``).
-
-    `_make(_recycle.take(zero, numel(shape)), shape, dtype)`, written out: every op's output comes
-    from here, and at small sizes the function calls would cost more than the kernel's work."""
-    n = 1
-    for d in shape:
-        n *= d
-    strides = _STRIDES.get(shape)
-    if strides is None:
-        strides = _strides_for(shape)
-    t = _new_tensor(Tensor)
-    zero = _ZERO_BUFFERS[dtype]
-    t._data = zero * n if n < _SMALL else _take(zero, n)
-    t.shape = shape
-    t.dtype = dtype
-    t._requires_grad = False
-    t.grad = None
-    t.grad_fn = None
-    t._base = None
-    t._strides = strides
-    t._offset = 0
-    t._packed = True
-    return t
-
-
-def _zeros(shape, dtype):
-    """A fresh packed tensor of zeros: for a kernel that adds into its output, or leaves some of
-    it untouched."""
-    return _make(_dt.zeros_buffer(dtype, _shapes.numel(shape)), shape, dtype)
-
-
-_new_tensor = object.__new__   # a bare Tensor; Tensor.__new__ is the legacy constructor
-_take = _recycle.take
-# Fewer elements than this never reach _recycle.MIN_BYTES (8-byte dtypes are the largest): no
-# call to take, which would cost more than the fill (~0.1 us of a 4 x 4 op's ~2).
-_SMALL = _recycle.MIN_BYTES // 8
-_ZERO_BUFFERS = _dt._ZERO  # dtype -> a 1-element zero buffer; `buf * n` makes n zeros (fastest way)
-
-
-
-# tensor.py and ops/ need each other: ops make Tensors, and Tensor's methods call ops. The ops
-# modules are imported here, after Tensor, _make and _empty exist, because they import those names.
-from . import creation as _cr  # noqa: E402
-from .ops import arithmetic as _ar  # noqa: E402
-from .ops import compare as _cmp  # noqa: E402
-from .ops import indexing as _idx  # noqa: E402
-from .ops import inplace as _inp  # noqa: E402
-from .ops import layout as _lay  # noqa: E402
-from .ops import matmul as _mm  # noqa: E402
-from .ops import reduce as _red  # noqa: E402
-from .ops import random as _rops  # noqa: E402
-from .ops import composite as _comp  # noqa: E402
-from .ops import softmax as _sm  # noqa: E402
-from .ops import sort as _sort  # noqa: E402
-from .ops import unary as _un  # noqa: E402
-from .ops import scatter as _sc  # noqa: E402
+_storage.register(Tensor)   # every tensor the ops make (storage._make, _empty) is a Tensor

@@ -1,5 +1,5 @@
-"""Op outputs reuse the buffers of dead outputs instead of zero-filling fresh ones
-(tinyattn/_recycle.py). What must hold: a buffer anything still refers to (a tensor, a view, the
+"""On the fast backend, op outputs reuse the buffers of dead outputs instead of zero-filling fresh
+ones (tinyattn/fast/recycle.py). What must hold: a buffer anything still refers to (a tensor, a view, the
 graph) is never handed out again; a reused buffer's old contents never show; the autograd engine's
 record of in-place writes does not follow a buffer to its next owner; the pool stays bounded."""
 import os
@@ -11,6 +11,7 @@ import weakref
 import pytest
 
 import tinyattn as ta
+from tinyattn import backend, storage
 from tinyattn.fast import recycle as _recycle
 
 N = 128  # a 128 x 128 float32 output is 64 KiB, the smallest size the pool takes
@@ -20,6 +21,8 @@ N = 128  # a 128 x 128 float32 output is 64 KiB, the smallest size the pool take
 def on():
     if not _recycle.ENABLED:
         pytest.skip("TINYATTN_RECYCLE=0")
+    with backend.use("fast"):       # the pool is the fast backend's
+        yield
 
 
 def _pair(seed=0):
@@ -74,7 +77,7 @@ def test_reused_contents_never_show(on, monkeypatch):
     # Every buffer handed out is filled with NaN first; the ops must overwrite all of it.
     monkeypatch.setattr(_recycle, "POISON", True)
     monkeypatch.setattr(_recycle, "MIN_BYTES", 0)
-    monkeypatch.setattr(sys.modules["tinyattn.tensor"], "_SMALL", 0)
+    monkeypatch.setattr(storage, "_SMALL", 0)
     for _ in range(3):          # fresh buffers, then reused ones
         a = ta.tensor([[1.0, 2.0], [3.0, 4.0]])
         b = ta.tensor([[5.0, 6.0], [7.0, 8.0]])
@@ -153,12 +156,21 @@ def test_two_threads_never_share_a_buffer(on):
     assert bad == []
 
 
-@pytest.mark.parametrize("mode, expected", [("0", "0.0 False"), ("poison", "nan True")])
-def test_modes(mode, expected):
-    code = ("from tinyattn.fast import recycle as _recycle; from tinyattn import tensor; import tinyattn as ta; "
+def test_the_reference_backend_takes_fresh_buffers():
+    with backend.use("reference"):
+        y = ta.rand(N, N) * 2.0
+        old = weakref.ref(y._data)
+        del y
+        assert old() is None        # no pool holds on to it: it was freed with its tensor
+
+
+@pytest.mark.parametrize("env, expected", [({"TINYATTN_RECYCLE": "0"}, "0.0 False"),
+                                           ({"TINYATTN_POISON": "1"}, "nan True")])
+def test_modes(env, expected):
+    code = ("from tinyattn.fast import recycle as _recycle; import tinyattn as ta; "
             "b = _recycle.take(ta.zeros(1)._data, 4); "
             "print(b[0], _recycle.held_bytes() > 0)")
-    env = dict(os.environ, TINYATTN_RECYCLE=mode)
+    env = dict(os.environ, **env)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == expected

@@ -39,7 +39,6 @@ def _drop_stale_cache():
 
 _drop_stale_cache()
 
-from . import malloc  # noqa: E402,F401  (keeps freed tensor memory for reuse; see malloc.py)
 from . import ahead, jit  # noqa: E402
 
 # The first kernel this process compiles starts the compile-ahead process (ahead.py), which

@@ -4,12 +4,15 @@ for fresh pages.
 Every op returns a fresh `array.array`; at demo sizes a step allocates a few hundred buffers of
 0.1-1 MB and frees them all at its end. glibc's malloc then hands the freed top of the heap back to
 the operating system (its trim threshold adapts to ~2x the largest buffer seen), and the next step
-takes page faults to get it back: measured, that was ~40% of a transformer training step outside
-matmul. Raising the trim threshold and fixing the mmap threshold keeps that memory for reuse, as
-PyTorch's caching allocator does for its own buffers. The cost: memory freed by a step stays
-reserved by the process (it is reused by the next step, not leaked).
+takes page faults to get it back, a large part of a training step outside matmul (measured:
+benchmarks/RESULTS.md, fast/malloc.py: the page faults). Raising the trim threshold and fixing the
+mmap threshold keeps that memory for reuse, as PyTorch's caching allocator does for its own
+buffers. The cost: memory freed by a step stays reserved by the process (it is reused by the next
+step, not leaked).
 
-Set TINYATTN_MALLOC_TUNING=0 to leave malloc alone. On other C libraries this does nothing.
+Importing this module applies the settings: the fast backend does when it is bound (recycle.py),
+never the reference backend. Set TINYATTN_MALLOC_TUNING=0 to leave malloc alone. On other C
+libraries this does nothing.
 """
 import ctypes
 import os

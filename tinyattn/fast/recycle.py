@@ -1,9 +1,9 @@
 """Reuse the buffers of dead op outputs, so that a big output costs no zero-fill.
 
 Python can only make an ``array.array`` filled: ``zero * n`` writes all n elements, and then the
-kernel writes them again. For a 2 MiB output that fill took ~56 us on the Zen 3, a quarter of the
-230 us that the kernel of ``Q @ K^T`` (32 x (128x32) @ (32x128)) needs; PyTorch's ``empty`` writes
-nothing. So an op whose kernel writes every element of its output asks ``take`` for its buffer:
+kernel writes them again. For a big output that fill is a sizeable part of the op (measured:
+benchmarks/RESULTS.md, fast/recycle.py: the zero-fill); PyTorch's ``empty`` writes nothing. So the fast backend
+hands new tensors (``storage._empty``, whose kernel writes every element) buffers from here:
 
     take(zero, n)    n elements of zero's typecode, with ANY contents: a buffer that an earlier
                      call handed out and that nothing references any more (its reference count
@@ -12,37 +12,43 @@ nothing. So an op whose kernel writes every element of its output asks ``take`` 
 Only buffers of >= MIN_BYTES are pooled (a small fill costs less than the lookup). The pool holds
 at most MAX_PER_SIZE buffers of one size and MAX_BYTES in all; when it is full, the dead ones are
 let go. Memory a dead output used stays in the process for the next op of its size, as it does in
-PyTorch's caching allocators (and in glibc's heap, see _malloc.py). ``clear()`` lets all of it go.
+PyTorch's caching allocators (and in glibc's heap, see malloc.py). ``clear()`` lets all of it go.
 
-Set TINYATTN_RECYCLE=0 to turn it off (every output is then freshly zero-filled), and
-TINYATTN_RECYCLE=poison to check the ops: then every output buffer, of any size, is first filled
-with NaN (floats) or a large number (integers and bool), so an op that leaves an element unwritten
-shows it. The test suite passes in that mode (`.ci/run` runs it).
+``install()`` makes the pool the source of new buffers (storage.set_allocator); tinyattn/backend.py
+calls it when it binds the fast backend (importing this module also tunes glibc's malloc:
+malloc.py), and binding the reference backend goes back to fresh buffers. Set TINYATTN_RECYCLE=0
+to keep fresh buffers on the fast backend too. In poison mode (TINYATTN_POISON=1, storage.py)
+every buffer the pool hands out, of any size, is first filled with NaN or a large number.
 """
-import math
 import os
 import sys
 import threading
-from array import array
+
+from .. import storage
+from . import malloc  # noqa: F401  (importing it keeps freed memory in the process: malloc.py)
 
 MIN_BYTES = 64 * 1024
 MAX_PER_SIZE = 16
 MAX_BYTES = 256 * 1024 * 1024
-_MODE = os.environ.get("TINYATTN_RECYCLE", "1")
-ENABLED = _MODE != "0"
-POISON = _MODE == "poison"
+ENABLED = os.environ.get("TINYATTN_RECYCLE", "1") != "0"
+POISON = storage.POISON
 if POISON:
     MIN_BYTES = 0
-_POISON = {"f": math.nan, "d": math.nan, "B": 0xA5, "i": -0x5A5A5A5A,
-           "q": -0x5A5A5A5A5A5A5A5A}
 
 _pool = {}      # (typecode, n) -> the buffers of that size handed out, alive or dead
 _held = 0       # bytes of all the buffers in _pool
 _lock = threading.Lock()
 _refs = sys.getrefcount
-# Called with a buffer as it is handed out again: the autograd engine forgets the in-place writes
-# it recorded for the buffer's dead owner (it keys them by the buffer, see autograd.bump_version).
-on_reuse = None
+
+
+def install():
+    """New tensors' buffers come from this pool from now on."""
+    if ENABLED:
+        # Fewer elements than this never reach MIN_BYTES (8-byte dtypes are the largest): no
+        # call to take, which would cost more than the fill.
+        storage.set_allocator(take, MIN_BYTES // 8)
+    else:
+        storage.set_allocator(None)
 
 
 def _dead_count():
@@ -68,12 +74,12 @@ def take(zero, n):
         bufs = _pool.setdefault(key, [])
         for buf in bufs:
             if _refs(buf) == _DEAD:
-                if on_reuse is not None:
-                    on_reuse(buf)
+                # the autograd engine forgets the in-place writes of the buffer's dead owner
+                storage.on_reuse(buf)
                 if POISON:
-                    buf[:] = _poisoned(zero, n)
+                    buf[:] = storage.poisoned(zero, n)
                 return buf
-        buf = _poisoned(zero, n) if POISON else zero * n
+        buf = storage.poisoned(zero, n) if POISON else zero * n
         if len(bufs) < MAX_PER_SIZE:
             if _held + nbytes > MAX_BYTES:
                 _let_go_of_dead()
@@ -82,10 +88,6 @@ def take(zero, n):
                 bufs.append(buf)
                 _held += nbytes
         return buf
-
-
-def _poisoned(zero, n):
-    return array(zero.typecode, [_POISON[zero.typecode]]) * n
 
 
 def _let_go_of_dead():

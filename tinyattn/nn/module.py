@@ -11,7 +11,8 @@ from collections import OrderedDict, namedtuple
 from .. import _devices as _dev
 from .. import dtypes as _dt
 from ..autograd import no_grad
-from ..tensor import Tensor, _make
+from ..storage import _make
+from ..tensor import Tensor
 from ..creation import empty, tensor
 
 

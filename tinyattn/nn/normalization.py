@@ -121,7 +121,6 @@ class RMSNorm(Module):
         self.normalized_shape, self.eps = shape, eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            from ..creation import ones
             self.weight = Parameter(ones(*shape, dtype=dtype, device=device))
         else:
             self.register_parameter("weight", None)

@@ -28,7 +28,7 @@ from array import array
 from .. import _shapes
 from .. import backend
 from .. import dtypes as _dt
-from ..tensor import Tensor, _empty, _make
+from ..storage import TensorBase as Tensor, _empty, _make
 
 
 def tensor_from_scalar(value, dtype):

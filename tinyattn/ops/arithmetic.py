@@ -20,10 +20,10 @@ from .. import _shapes
 from .. import backend
 from .. import dtypes as _dt
 from ..autograd import BinaryFunction, Function, UnaryFunction, no_grad
-from ..tensor import Tensor, _empty
+from ..storage import TensorBase as Tensor, _empty
 from ._launch import check_tensor, need_tensors, tensor_from_scalar, views4
 from .compare import eq, gt, logical_and, logical_or, logical_xor, lt, ne, where
-from .layout import to_dtype
+from .convert import to_dtype
 from .reduce import sum_to
 from .unary import (CLAMP, POW, ROUND, Unary, ZeroGradient, _in_int64, _rounding, floor, log, neg,
                     trunc)

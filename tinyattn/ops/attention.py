@@ -26,11 +26,11 @@ from .. import backend
 from .. import dtypes as _dt
 from ..autograd import Function
 from ..creation import arange, tensor
-from ..tensor import Tensor, _empty, _zeros
+from ..storage import TensorBase as Tensor, _empty, _zeros
 from . import flash as _flash
 from ._launch import packed
 from .compare import le, logical_not, lt, where
-from .layout import to_dtype
+from .convert import to_dtype
 from .random import dropout
 from .softmax import softmax
 

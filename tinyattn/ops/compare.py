@@ -15,9 +15,10 @@ from .. import _shapes
 from .. import backend
 from .. import dtypes as _dt
 from ..autograd import Function
-from ..tensor import Tensor, _empty
+from ..storage import TensorBase as Tensor, _empty
 from ._launch import check_tensor, need_tensors, packed, tensor_from_scalar, views4
-from .layout import expand, to_dtype
+from .convert import to_dtype
+from .layout import expand
 from .reduce import sum_to
 
 _float32, _int64, _bool = _dt.float32, _dt.int64, _dt.bool

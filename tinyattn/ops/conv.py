@@ -22,8 +22,9 @@ import builtins
 from .. import backend
 from .. import dtypes as _dt
 from ..autograd import Function
-from ..tensor import Tensor, _empty, _zeros
+from ..storage import TensorBase as Tensor, _empty, _zeros
 from ._launch import packed
+from .pad import pad as _pad
 
 
 def _pair(op, name, value, n=2):
@@ -266,7 +267,6 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                                  f"convolutions (stride={stride!r}), as in PyTorch")
             (t, b), (l, r) = _same_padding(op, KH, DH), _same_padding(op, KW, DW)
             if t != b or l != r:  # asymmetric: pad explicitly, then convolve without padding
-                from .indexing import pad as _pad
                 x = _pad(x, (l, r, t, b))
                 H, W = x.shape[2], x.shape[3]
                 t = l = 0

@@ -14,7 +14,7 @@ reshapes around it. Its gradient is autograd's, through those ops. `...` stands 
 broadcast dims in every operand (aligned from the right); a dim of size 1 broadcasts.
 Deliberate difference: a letter repeated within one operand (a diagonal, "ii->i") raises.
 """
-from ..tensor import Tensor
+from ..storage import TensorBase as Tensor
 from .layout import expand, permute, reshape
 from .matmul import bmm
 from .reduce import sum  # noqa: A004

@@ -26,10 +26,10 @@ from .. import backend
 from .. import dtypes as _dt
 from ..autograd import Function
 from ..creation import zeros
-from ..tensor import _empty
+from ..storage import _empty
 from ._launch import packed
 from .compare import where
-from .layout import to_dtype
+from .convert import to_dtype
 
 
 class SDPBackend(enum.IntEnum):

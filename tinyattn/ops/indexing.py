@@ -1,9 +1,10 @@
-"""Indexing: x[...] and x[...] = v with NumPy/PyTorch semantics, gather, index_select, embedding,
-flip, tril / triu.
+"""Indexing: x[...] and x[...] = v with NumPy/PyTorch semantics, gather, index_select, flip,
+tril / triu, and the selections composed of them (take_along_dim, masked_select, nonzero,
+repeat_interleave, diagonal, diag, trace). Embedding and one_hot are ops/embedding.py, F.pad is
+ops/pad.py.
 
     IndexRows   out[j] = src[rows[j]] for a (R, L) src: the one gather every advanced index becomes
                 dsrc = zeros with g[j] added into row rows[j] (a row picked twice gets both)
-    Embedding   out[..., :] = weight[idx[...], :];  the padding row receives no gradient
 
 Basic indices -- ints, slices (positive steps), None, Ellipsis -- give a view (`Slice`, ops/layout.py):
 only the offset, shape and strides change. Advanced indices -- integer tensors or lists, bool masks
@@ -30,14 +31,15 @@ from array import array
 from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import Function, bump_version, no_grad
-from ..creation import full, tensor
 from .. import backend
-from ..tensor import Tensor, _empty, _make
+from ..creation import arange, tensor, zeros
+from ..storage import TensorBase as Tensor, _empty, _make
 from ._launch import check_tensor, copy, copy_into, packed, tensor_from_scalar
-from .compare import eq, ge, le, ne, where
+from .compare import ge, le, lt, ne, where
+from .convert import to_dtype
 from .inplace import recorded
-from .layout import Slice, expand, permute, reshape, to_dtype, view
-from .reduce import sum_to
+from .layout import Slice, expand, permute, reshape, view
+from .reduce import sum, sum_to  # noqa: A004
 
 _int64 = _dt.int64
 
@@ -436,196 +438,112 @@ def _copy_to_view(target, value, x):
     copy_into(expand(value, target.shape), x._data, target._offset, target._strides)
 
 
-# ---------------------------------------------------------------------------- embedding
+# ---------------------------------------------------------------------------- composed selections
 
 
-class Embedding(Function):
-    """out[..., :] = weight[idx[...], :];  dweight = g rows added into the rows they came from,
-    except row padding_idx, which receives no gradient (it stays the 'no token' vector). With
-    scale_grad_by_freq each row's gradient is divided by how often its index occurs in idx."""
+def take_along_dim(input, indices, dim=None):  # noqa: A002
+    if dim is None:
+        return gather(input.reshape(-1), 0, indices.reshape(-1))
+    d = _shapes.normalize_dim("take_along_dim", dim, input.ndim)
+    indices = where(lt(indices, 0), indices + input.shape[d], indices)   # -1 is the last
+    # broadcast every dim but d (PyTorch's rule), then gather
+    a = list(input.shape)
+    b = list(indices.shape)
+    a[d] = b[d] = 1
+    common = list(_shapes.broadcast_shapes("take_along_dim", tuple(a), tuple(b)))
+    ia, ib = list(common), list(common)
+    ia[d], ib[d] = input.shape[d], indices.shape[d]
+    return gather(input.expand(*ia), d, indices.expand(*ib))
 
-    @staticmethod
-    def forward(ctx, weight, rows, out_shape, padding_idx, scale_grad_by_freq=False):
-        n, d = rows.numel(), weight.shape[1]
-        out = _empty(out_shape, weight.dtype)
-        backend.index.gather_rows(packed(weight)._data, rows._data, out._data, n, d)
+
+def masked_select(input, mask):  # noqa: A002
+    """The elements of input where mask is True, as a 1-D tensor (both broadcast first)."""
+    check_tensor("masked_select", input)
+    check_tensor("masked_select", mask)
+    shape = _shapes.broadcast_shapes("masked_select", input.shape, mask.shape) or (1,)
+    return input.expand(*shape)[mask.expand(*shape)]
+
+
+def nonzero(input, *, as_tuple=False):  # noqa: A002
+    """The indices of the non-zero elements: (count, ndim) int64, or one (count,) per dim."""
+    check_tensor("nonzero", input)
+    flat = input.tolist_flat()
+    shape = tuple(input.shape)
+    if not shape:                     # a 0-d tensor: (1, 0) if it is non-zero, else (0, 0)
+        out = zeros(1 if flat[0] else 0, 0, dtype=_int64)
+        if as_tuple:
+            return (zeros(1 if flat[0] else 0, dtype=_int64),)
         return out
-
-    @staticmethod
-    def backward(ctx, g):
-        weight, rows, _, padding_idx, scale_grad_by_freq = ctx.inputs
-        n, d = rows.numel(), weight.shape[1]
-        out = _make(_dt.zeros_buffer(g.dtype, weight.numel()), weight.shape, g.dtype)
-        backend.index.scatter_add_rows(packed(g)._data, rows._data, out._data, n, d)
-        if scale_grad_by_freq:
-            count = _dt.zeros_buffer(g.dtype, weight.shape[0])
-            ones = array(g.dtype.typecode, [1]) * n
-            backend.index.scatter_add_rows(ones, rows._data, count, n, 1)
-            data = out._data
-            for r, c in enumerate(count):
-                if c > 1:
-                    data[r * d:(r + 1) * d] = array(g.dtype.typecode,
-                                                    (v / c for v in data[r * d:(r + 1) * d]))
-        if padding_idx is not None:
-            out._data[padding_idx * d:(padding_idx + 1) * d] = _dt.zeros_buffer(g.dtype, d)
-        return out, None, None, None, None
+    coords = []
+    for pos, v in enumerate(flat):
+        if v:
+            c, rest = [], pos
+            for n in reversed(shape):
+                c.append(rest % n)
+                rest //= n
+            coords.append(c[::-1])
+    if as_tuple:
+        return tuple(tensor([c[d] for c in coords], dtype=_int64) for d in range(len(shape)))
+    if not coords:
+        return tensor([], dtype=_int64).reshape(0, len(shape))
+    return tensor(coords, dtype=_int64)
 
 
-def _embedding_renorm_(weight, rows, max_norm, norm_type):
-    """PyTorch's max_norm: each row of weight that idx uses and whose norm exceeds max_norm is
-    scaled, in place and outside the graph, to max_norm / (norm + 1e-7) times itself."""
-    from .reduce import norm as _norm
-    from .scatter import unique
-    with no_grad():
-        used = unique(rows)
-        picked = index_select(weight, 0, used)
-        norms = _norm(picked, norm_type, dim=1, keepdim=True)
-        scale = where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
-        weight[used] = picked * scale
+def repeat_interleave(input, repeats, dim=None, *, output_size=None):  # noqa: A002
+    """Each element (along dim; of the flattened tensor when dim is None) repeated."""
+    check_tensor("repeat_interleave", input)
+    x = input.reshape(-1) if dim is None else input
+    d = 0 if dim is None else dim
+    n = x.shape[d]
+    if isinstance(repeats, Tensor) and repeats.dtype not in (_dt.int64, _dt.int32):
+        raise TypeError(f"repeat_interleave: repeats must be an int64 or int32 tensor, got "
+                        f"{repeats.dtype} (as PyTorch)")
+    counts = repeats.tolist() if isinstance(repeats, Tensor) else repeats
+    counts = [counts] * n if isinstance(counts, int) else list(counts)
+    if len(counts) == 1 and n != 1:
+        counts = counts * n
+    if len(counts) != n or [c for c in counts if c < 0]:
+        raise RuntimeError(f"repeat_interleave: repeats must have {n} non-negative entries")
+    index = tensor([i for i, c in enumerate(counts) for _ in range(c)], dtype=_int64)
+    if output_size is not None and output_size != index.numel():
+        raise RuntimeError(f"repeat_interleave: output_size {output_size} is not the sum of the "
+                           f"repeats ({index.numel()})")
+    return index_select(x, d, index)
 
 
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # noqa: A002
-              scale_grad_by_freq=False, sparse=False):
-    """Rows of weight (num_embeddings, embedding_dim) picked by the int64 indices in input (*):
-    output (*, embedding_dim). An index outside [0, num_embeddings) raises IndexError.
-
-    max_norm: the rows used are first renormalised in place (see _embedding_renorm_), as in
-    PyTorch; scale_grad_by_freq: a row's gradient is divided by its count in input."""
-    if not isinstance(input, Tensor) or input.dtype not in (_int64, _dt.int32):
-        raise TypeError("embedding: indices must be an int64 or int32 tensor" + (
-            f", got {input.dtype}" if isinstance(input, Tensor) else
-            f", got {type(input).__name__}"))
-    if sparse:
-        raise NotImplementedError("embedding: sparse=True (a sparse gradient) is not implemented "
-                                  "in tinyattn, which has no sparse tensors")
-    if not isinstance(weight, Tensor) or weight.ndim != 2:
-        raise ValueError("embedding: weight must be a 2-D (num_embeddings, embedding_dim) tensor"
-                         + (f", got shape {tuple(weight.shape)}" if isinstance(weight, Tensor)
-                            else ""))
-    num = weight.shape[0]
-    if padding_idx is not None:
-        if not -num <= padding_idx < num:
-            raise ValueError(f"embedding: padding_idx {padding_idx} must be within "
-                             f"[-{num}, {num}) for a weight of {num} rows")
-        padding_idx %= num
-    # Unlike x[idx], a negative token id is an error here (as in PyTorch), not "count from the end".
-    rows = checked_index("embedding", input, num, 0, allow_negative=False)
-    if max_norm is not None:
-        _embedding_renorm_(weight, rows, max_norm, norm_type)
-    return Embedding.apply(weight, rows, tuple(input.shape) + (weight.shape[1],), padding_idx,
-                           builtins.bool(scale_grad_by_freq))
+def diagonal(input, offset=0, dim1=0, dim2=1):  # noqa: A002
+    """The diagonal of the (dim1, dim2) matrices, as the last dim (a copy with a gradient)."""
+    check_tensor("diagonal", input)
+    d1 = _shapes.normalize_dim("diagonal", dim1, input.ndim)
+    d2 = _shapes.normalize_dim("diagonal", dim2, input.ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal: dim1 and dim2 cannot be the same dimension ({dim1})")
+    rest = [d for d in range(input.ndim) if d not in (d1, d2)]
+    x = input.permute(*rest, d1, d2)                           # (..., n, m)
+    n, m = x.shape[-2], x.shape[-1]
+    k = builtins.max(0, builtins.min(n - builtins.max(0, -offset), m - builtins.max(0, offset)))
+    rows = arange(k) + builtins.max(0, -offset)
+    cols = arange(k) + builtins.max(0, offset)
+    return x[(Ellipsis, rows, cols)]
 
 
-# ---------------------------------------------------------------------------- pad, one_hot
-
-
-def pad(input, pad, mode="constant", value=None):  # noqa: A002 - PyTorch's argument names
-    """F.pad: `pad` = (left, right) for the last dim, then (top, bottom) for the one before, ...
-
-    mode='constant' (default): a new tensor filled with `value` (default 0) with input written
-    into its region (the gradient flows back through setitem, CopySlices); a negative amount crops.
-    mode='reflect' / 'replicate' / 'circular': each output position i along a padded dim of size
-    n reads input position f(i), i in [-left, n + right):
-        reflect     f(i) = -i for i < 0, 2(n-1) - i for i >= n  (mirror, the edge not repeated;
-                    needs left, right < n)
-        replicate   f(i) = min(max(i, 0), n - 1)                  (the edge repeated; needs n > 0)
-        circular    f(i) = i mod n      (wrap around; needs left, right <= n; a negative amount
-                    crops first and the rest wraps around what is left, as PyTorch)
-    done with index_select, whose gradient adds each output's gradient into the input it read.
-    As PyTorch, these modes pad the last 1, 2 or 3 dims of a (C, ...) or (N, C, ...) input:
-    len(pad) = 2 for a 2-d or 3-d input, 4 for 3-d or 4-d, 6 for 4-d or 5-d; value must be None."""
-    check_tensor("pad", input)
-    if (not isinstance(pad, (tuple, list)) or len(pad) % 2 or len(pad) // 2 > input.ndim
-            or not all(isinstance(p, int) and not isinstance(p, bool) for p in pad)):
-        raise ValueError(f"pad: pad must be a tuple of an even number of ints, at most "
-                         f"{2 * input.ndim} for a {input.ndim}-d input, got {pad!r}")
-    if mode == "constant":
-        return _pad_constant(input, pad, value)
-    if mode not in ("reflect", "replicate", "circular"):
-        raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', "
-                         f"got {mode!r}")
-    if value is not None and value != 0:
-        raise ValueError(f"pad: padding mode {mode!r} doesn't take in value argument")
-    k = len(pad) // 2
-    if k not in (1, 2, 3) or input.ndim not in (k + 1, k + 2):
-        raise NotImplementedError(
-            f"pad: mode {mode!r} pads the last 1, 2 or 3 dims of an input with 1 or 2 more dims "
-            f"(len(pad) 2: 2-d or 3-d input, 4: 3-d or 4-d, 6: 4-d or 5-d); got len(pad) "
-            f"{len(pad)} for a {input.ndim}-d input of shape {tuple(input.shape)}")
-    first = 1 if input.ndim == k + 2 else 0   # the batch dim may be 0
-    if any(n == 0 for n in input.shape[first:]):
-        raise ValueError(f"pad: mode {mode!r} expects non-zero sizes apart from the batch "
-                         f"dim, got input shape {tuple(input.shape)}")
-    if input.numel() == 0:   # an empty batch: only the shape changes
-        return _pad_constant(input, pad, 0)
-    out = input
-    for i in range(k):
-        d = input.ndim - 1 - i
-        lo, hi, n = pad[2 * i], pad[2 * i + 1], input.shape[d]
-        if mode == "reflect" and (lo >= n or hi >= n):
-            raise ValueError(f"pad: padding size should be less than the corresponding input "
-                             f"dimension, but got padding {(lo, hi)} at dimension {d} of input "
-                             f"shape {tuple(input.shape)}")
-        if mode == "circular" and (lo > n - max(0, -hi) or hi > n - max(0, -lo)):
-            raise ValueError(f"pad: circular padding {(lo, hi)} at dimension {d} of input shape "
-                             f"{tuple(input.shape)} would wrap around more than once")
-        if n + lo + hi < 1:
-            raise ValueError(f"pad: mode {mode!r}: padding {(lo, hi)} leaves dimension {d} of "
-                             f"size {n} empty (input shape {tuple(input.shape)})")
-        if mode == "reflect":
-            src = [-j if j < 0 else (2 * (n - 1) - j if j >= n else j) for j in range(-lo, n + hi)]
-        elif mode == "replicate":
-            src = [min(max(j, 0), n - 1) for j in range(-lo, n + hi)]
-        else:   # as PyTorch: a negative amount first crops, then the rest wraps around
-            c0, m = max(0, -lo), n - max(0, -lo) - max(0, -hi)
-            src = [c0 + j % m for j in range(-max(0, lo), m + max(0, hi))]
-        if src != list(range(n)):
-            out = index_select(out, d, _make(array("q", src), (len(src),), _int64))
-    return out if out is not input else input.clone()
-
-
-def _pad_constant(input, pad, value):  # noqa: A002
-    shape = list(input.shape)
-    src = [slice(None)] * input.ndim
-    dst = [slice(None)] * input.ndim
-    for i in range(len(pad) // 2):
-        d = input.ndim - 1 - i
-        lo, hi, n = pad[2 * i], pad[2 * i + 1], shape[d]
-        if n + lo + hi < 0:
-            raise ValueError(f"pad: padding {(lo, hi)} makes dim {d} of size {n} negative")
-        s0, s1 = max(0, -lo), max(max(0, -lo), n - max(0, -hi))
-        src[d], dst[d] = slice(s0, s1), slice(max(0, lo), max(0, lo) + s1 - s0)
-        shape[d] = n + lo + hi
-    from_ = getitem(input, tuple(src))
-    out = full(tuple(shape), 0 if value is None else value, dtype=input.dtype)
-    if from_.numel():
-        setitem(out, tuple(dst), from_)
-    elif input.requires_grad:   # nothing of input is left: still in the graph (gradient 0), as
-        out = out + from_.sum()  # PyTorch; the sum of no elements is exactly 0
+def diag(input, diagonal=0):  # noqa: A002
+    """1-D (n,) -> the (n + |k|) square matrix with it on diagonal k; 2-D -> its diagonal k."""
+    check_tensor("diag", input)
+    if input.ndim == 2:
+        return globals()["diagonal"](input, diagonal)
+    if input.ndim != 1:
+        raise RuntimeError(f"diag: expected a 1-D or 2-D tensor, got {input.ndim}-D")
+    n = input.shape[0] + (diagonal if diagonal >= 0 else -diagonal)
+    out = zeros(n, n, dtype=input.dtype)
+    rows = arange(input.shape[0]) + (-diagonal if diagonal < 0 else 0)
+    cols = arange(input.shape[0]) + (diagonal if diagonal > 0 else 0)
+    out[rows, cols] = input
     return out
 
 
-def one_hot(tensor, num_classes=-1):  # noqa: A002
-    """(*) int64 class indices -> (*, num_classes) int64 of 0 / 1; num_classes=-1 takes max + 1."""
-    if not isinstance(tensor, Tensor) or tensor.dtype is not _int64:
-        raise TypeError("one_hot: expects an int64 tensor of class indices")
-    values = tensor.tolist() if tensor.ndim else [tensor.item()]
-    flat = [v for v in _flat(values)]
-    if flat and min(flat) < 0:
-        raise ValueError(f"one_hot: class values must be non-negative, got {min(flat)}")
-    if num_classes == -1:
-        num_classes = max(flat) + 1 if flat else 0
-    if flat and max(flat) >= num_classes:
-        raise ValueError(f"one_hot: class value {max(flat)} is out of range for num_classes="
-                         f"{num_classes}")
-    classes = int_range(num_classes)
-    with no_grad():
-        return to_dtype(eq(tensor.unsqueeze(-1), classes), _int64)
-
-
-def _flat(v):
-    if isinstance(v, list):
-        for x in v:
-            yield from _flat(x)
-    else:
-        yield v
+def trace(input):  # noqa: A002
+    check_tensor("trace", input)
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, got a {input.ndim}-D tensor")
+    return sum(diagonal(input))

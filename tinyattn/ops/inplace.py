@@ -22,11 +22,11 @@ from .. import backend
 from .. import dtypes as _dt
 from ..autograd import bump_version, is_grad_enabled, no_grad
 from ..creation import rand, randn
-from ..tensor import Tensor, _make
+from ..storage import TensorBase as Tensor, _make
 from ._launch import copy, copy_into
 from .arithmetic import add, clamp, div, mul, sub
 from .compare import masked_fill
-from .layout import to_dtype
+from .convert import to_dtype
 from .unary import ZeroGradient, exp, relu
 
 

@@ -7,8 +7,9 @@ Views share the input's buffer and change only (offset, shape, strides):
     Slice     a strided sub-view (x[1:5:2])    dx = zeros with g written into the view
 Copies write a new packed buffer:
     Copy      contiguous(), clone()            dx = g
-    ToDtype   x converted to another dtype     dx = g converted back (floats only)
     Cat       tensors joined along a dim       each input's dx is its slice of g
+Composed of those: repeat and tile (a reshape, an expand, a reshape), roll (a cat of two
+narrows), movedim (a permute). Dtype conversion is ops/convert.py.
 
 Their kernels are the strided copy loops of kernels/elementwise.py.
 
@@ -16,16 +17,15 @@ Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 import builtins
 
+from .. import _devices
 from .. import _shapes
 from .. import dtypes as _dt
 from .. import autograd as _autograd
 from ..autograd import Function, UnaryFunction
-from ..tensor import Tensor, _empty, _make, _strides_for
+from ..storage import TensorBase as Tensor, _empty, _make, _strides_for
 from ._launch import check_tensor, copy, copy_into, shape_arg
+from .convert import to_dtype
 from .reduce import sum_to
-
-_bool = _dt.bool
-
 
 
 def _view_strides(old_shape, old_strides, new_shape):
@@ -391,37 +391,9 @@ def contiguous(x):
 
 
 def clone(x, *, memory_format=None):
-    from .._devices import check_memory_format
-    check_memory_format(memory_format, "clone")
+    _devices.check_memory_format(memory_format, "clone")
     check_tensor("clone", x)
     return Copy.apply(x)
-
-
-class ToDtype(UnaryFunction):
-    """x converted to another dtype;  dx = g converted back (floats only carry gradients)."""
-
-    reads_inputs = False  # backward reads only what forward saved, or nothing
-
-    @staticmethod
-    def forward(ctx, x, dtype):
-        if dtype is _bool:
-            return x != 0
-        return copy(x, dtype)
-
-    @staticmethod
-    def backward(ctx, g):
-        x = ctx.inputs[0]
-        return (copy(g, x.dtype) if x.dtype.is_floating_point else None), None
-
-
-def to_dtype(x, dtype):
-    if x.dtype is dtype:
-        return x
-    out = ToDtype.apply(x, dtype)
-    if not dtype.is_floating_point and out.grad_fn is not None:  # integers carry no gradient
-        out.grad_fn = None
-        out._requires_grad = False
-    return out
 
 
 def detach(x):
@@ -499,3 +471,48 @@ def stack(tensors, dim=0):
     d = _shapes.normalize_dim("stack", dim, tensors[0].ndim + 1)
     return cat([unsqueeze(t, d) for t in tensors], d)
 
+
+def tile(input, dims):  # noqa: A002
+    check_tensor("tile", input)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(dims) < input.ndim:
+        dims = (1,) * (input.ndim - len(dims)) + dims
+    return input.repeat(*dims)
+
+
+def roll(input, shifts, dims=None):  # noqa: A002
+    """Elements shifted along dims, wrapping around (dims None: over the flattened tensor)."""
+    check_tensor("roll", input)
+    if dims is None:
+        return roll(input.reshape(-1), shifts, 0).reshape(input.shape)
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"roll: shifts and dims must have the same length, got {shifts} and "
+                           f"{dims}")
+    out = input
+    for s, d in zip(shifts, dims):
+        n = out.shape[d]
+        if n == 0:
+            continue
+        s %= n
+        if s:
+            out = cat([narrow(out, d, n - s, s), narrow(out, d, 0, n - s)], d)
+    return out
+
+
+def movedim(input, source, destination):  # noqa: A002
+    check_tensor("movedim", input)
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source {src} and "
+                           f"destination {dst} must have the same number of dims")
+    src = [_shapes.normalize_dim("movedim", s, input.ndim) for s in src]
+    dst = [_shapes.normalize_dim("movedim", s, input.ndim) for s in dst]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim: repeated dim in source {src} or destination {dst}")
+    order = [d for d in range(input.ndim) if d not in src]
+    for s, t in sorted(zip(dst, src)):
+        order.insert(s, t)
+    return input.permute(*order)

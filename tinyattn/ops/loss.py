@@ -11,6 +11,14 @@
     binary_cross_entropy_with_logits   stable for any logit, pos_weight
     mse_loss        mean squared error
 
+Composed of elementwise ops (their gradients are autograd's, through the pieces):
+
+    l1_loss         |x - y|
+    smooth_l1_loss  0.5 d^2 / beta if |d| < beta, else |d| - beta/2      (d = x - y)
+    huber_loss      0.5 d^2 if |d| < delta, else delta (|d| - delta/2)
+    kl_div(x, t)    t (log t - x), 0 where t = 0 (x holds log-probabilities)
+    binary_cross_entropy   -(t log x + (1 - t) log(1 - x)), each log clamped at -100
+
 Shapes, as in PyTorch: input (N, C), (C,) or (N, C, d1, ..., dk) -- the class dim is dim 1 (dim 0
 for an unbatched (C,) input) -- and class-index target (N,), () or (N, d1, ..., dk) of int64.
 
@@ -26,14 +34,16 @@ from array import array
 from .. import dtypes as _dt
 from ..autograd import Function
 from .. import backend
-from ..tensor import Tensor, _empty, _make, _zeros
-from ._launch import copy, packed
-from .arithmetic import add, mul, sub
-from .unary import neg
+from ..storage import TensorBase as Tensor, _empty, _make, _zeros
+from ._launch import check_tensor, copy, packed
+from .arithmetic import add, clamp, mul, sub
+from .unary import exp, log, neg
 from .indexing import movedim_back, movedim_front
-from .layout import contiguous, expand, reshape, to_dtype
+from .layout import contiguous, expand, reshape
 from .reduce import mean, sum
 from .softmax import log_softmax
+from .compare import gt, lt, where
+from .convert import to_dtype
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -282,3 +292,81 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):  
     if reduction == "none":
         return sq
     return sum(sq) if reduction == "sum" else mean(sq)
+
+
+# ---------------------------------------------------------------- composed of elementwise ops
+
+def _reduce(op, loss, reduction):
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{op}: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+    if reduction == "none":
+        return loss
+    return sum(loss) if reduction == "sum" else mean(loss)
+
+
+def _diff(op, input, target):  # noqa: A002
+    check_tensor(op, input)
+    check_tensor(op, target)
+    return sub(input, target)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
+    return _reduce("l1_loss", abs(_diff("l1_loss", input, target)), reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None,  # noqa: A002
+                   reduction="mean", beta=1.0):
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss: beta must be >= 0, got {beta}")
+    d = _diff("smooth_l1_loss", input, target)
+    a = abs(d)
+    if beta == 0:
+        return _reduce("smooth_l1_loss", a, reduction)
+    loss = where(lt(a, beta), mul(mul(d, d), 0.5 / beta), sub(a, 0.5 * beta))
+    return _reduce("smooth_l1_loss", loss, reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0):  # noqa: A002
+    if delta <= 0:
+        raise ValueError(f"huber_loss: delta must be > 0, got {delta}")
+    d = _diff("huber_loss", input, target)
+    a = abs(d)
+    loss = where(lt(a, delta), mul(mul(d, d), 0.5), mul(sub(a, 0.5 * delta), delta))
+    return _reduce("huber_loss", loss, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
+           log_target=False):
+    """KL(target || exp(input)) pointwise: input holds log-probabilities. reduction='batchmean'
+    divides the sum by the batch size (the mathematically right mean; 'mean' averages over every
+    element, as PyTorch does)."""
+    check_tensor("kl_div", input)
+    check_tensor("kl_div", target)
+    if log_target:
+        loss = mul(exp(target), sub(target, input))
+    else:
+        positive = gt(target, 0.0)
+        safe = where(positive, target, 1.0)             # log(1) = 0 where target is 0
+        loss = sub(mul(target, log(safe)), mul(target, input))
+    if reduction == "batchmean":
+        n = input.shape[0] if input.ndim else 1
+        return mul(sum(loss), 1.0 / n)
+    return _reduce("kl_div", loss, reduction)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
+                         reduction="mean"):
+    """-(t log x + (1 - t) log(1 - x)), each log clamped at -100 (PyTorch's guard against
+    log 0). input must hold probabilities in [0, 1]."""
+    check_tensor("binary_cross_entropy", input)
+    lo = input.detach().amin().item() if input.numel() else 0.0
+    hi = input.detach().amax().item() if input.numel() else 1.0
+    if lo < 0 or hi > 1:
+        raise RuntimeError("binary_cross_entropy: all elements of input should be between 0 "
+                           "and 1")
+    log_x = clamp(log(input), min=-100.0)
+    log_1mx = clamp(log(1.0 - input), min=-100.0)
+    loss = neg(target * log_x + (1.0 - target) * log_1mx)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce("binary_cross_entropy", loss, reduction)

@@ -1,5 +1,6 @@
 """Matrix products: matmul (with torch.matmul's rules for 1-D and batched operands), mm, bmm, and
-the fused linear layer y = x W^T + b.
+the fused linear layer y = x W^T + b; and the products composed of those: addmm, baddbmm, mv,
+dot and outer.
 
     MatMul   out = a @ b over the last two dims, batch dims broadcast: (..., M, K) @ (..., K, N)
              da = g @ b^T,   db = a^T @ g   (summed over broadcast batch dims)
@@ -17,10 +18,12 @@ from .. import _shapes
 from .. import backend
 from .. import dtypes as _dt
 from ..autograd import BinaryFunction, Function
-from ..tensor import Tensor, _empty, _make
-from ._launch import expanded_copy, packed, transposed
+from ..storage import TensorBase as Tensor, _empty, _make
+from ._launch import check_tensor, expanded_copy, packed, transposed
 from .layout import reshape, squeeze, transpose, unsqueeze
-from .reduce import _sum, sum_to
+from .reduce import _sum, sum, sum_to  # noqa: A004
+from .arithmetic import mul
+from .convert import to_dtype
 
 
 def _batch_layout(bshape, a, b):
@@ -148,7 +151,6 @@ def matmul(a, b):
         # Integers: multiplied in float64 and given back as int64 -- exact while every partial
         # sum stays below 2**53 (PyTorch multiplies in int64; past 2**53 the two differ) --
         # then wrapped to uint8 / int32 as PyTorch's arithmetic in those types wraps.
-        from .layout import to_dtype
         out = to_dtype(matmul(to_dtype(a, _dt.float64), to_dtype(b, _dt.float64)), _dt.int64)
         return to_dtype(out, a.dtype)
     if not a.dtype.is_floating_point:
@@ -242,3 +244,60 @@ def linear(input, weight, bias=None):  # noqa: A002 - PyTorch's argument names
         return Linear.apply(input, weight, bias)
     out = matmul(input, transpose(weight, 0, 1) if weight.ndim == 2 else weight)
     return out if bias is None else out + bias
+
+
+# ---------------------------------------------------------------- composed of the products above
+
+def _scaled_sum(input, product, beta, alpha):  # noqa: A002
+    if not input.dtype.is_floating_point:     # PyTorch casts the scalars to the integer type
+        beta, alpha = int(beta), int(alpha)
+    a = input if beta == 1 else mul(input, beta)
+    b = product if alpha == 1 else mul(product, alpha)
+    out = a + b
+    return out if input.dtype.is_floating_point else out.to(input.dtype)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
+    """beta * input + alpha * (mat1 @ mat2), mat1 (n, m), mat2 (m, p)."""
+    return _scaled_sum(input, mm(mat1, mat2), beta, alpha)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    return _scaled_sum(input, bmm(batch1, batch2), beta, alpha)
+
+
+def mv(input, vec):  # noqa: A002
+    """(n, m) @ (m,) -> (n,)."""
+    check_tensor("mv", input)
+    check_tensor("mv", vec)
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"mv: expected a 2-D matrix and a 1-D vector, got shapes "
+                           f"{tuple(input.shape)} and {tuple(vec.shape)}")
+    return matmul(input, vec)
+
+
+def outer(input, vec2):  # noqa: A002
+    """(n,) x (m,) -> (n, m): input[i] * vec2[j]."""
+    check_tensor("outer", input)
+    check_tensor("outer", vec2)
+    for name, t in (("input", input), ("vec2", vec2)):
+        if t.ndim != 1:
+            raise RuntimeError(f"outer: {name} must be a 1-D tensor, got shape {tuple(t.shape)}")
+    return mul(input.reshape(-1, 1), vec2.reshape(1, -1))
+
+
+def dot(input, tensor):  # noqa: A002
+    """sum_i input[i] * tensor[i] of two 1-D tensors of the same length and dtype."""
+    check_tensor("dot", input)
+    check_tensor("dot", tensor)
+    for t in (input, tensor):
+        if t.ndim != 1:
+            raise RuntimeError(f"dot: 1D tensors expected, but got {t.ndim}D tensor")
+    if input.shape != tensor.shape:
+        raise RuntimeError(f"dot: inconsistent tensor size, expected tensor [{input.shape[0]}] "
+                           f"and src [{tensor.shape[0]}] to have the same number of elements")
+    if input.dtype is not tensor.dtype:
+        raise RuntimeError(f"dot: expected both vectors to have same dtype, but found "
+                           f"{input.dtype} and {tensor.dtype}")
+    out = sum(mul(input, tensor))     # integers: in int64, given back in their dtype (PyTorch)
+    return out if out.dtype is input.dtype else to_dtype(out, input.dtype)

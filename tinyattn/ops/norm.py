@@ -1,4 +1,6 @@
-"""Layer normalisation as one fused node.
+"""Norms and normalisation: the p-norm, and layer, batch and RMS normalisation.
+
+Layer normalisation is one fused node:
 
     y = (x - mean) / sqrt(var + eps) * weight + bias       over the last D elements of each row
     with xhat = (x - mean) * rstd and gy = g * weight, per row:
@@ -11,6 +13,13 @@ Composed from ops this is ~30 small nodes; fused it is one pass forward and one 
 Batch normalisation (BatchNorm) is the same per channel of an (N, C, ...) input, over N and the
 spatial dims, with the gradient through the batch statistics when they were used.
 
+Composed of other ops (their gradients are autograd's, through the pieces):
+
+    norm(x, p)          (sum |x|^p)^(1/p); p = inf the largest |x|, p = 0 the count of non-zeros
+    normalize(x)        x / max(||x||_p, eps) along a dim
+    cosine_similarity   sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps))
+    rms_norm(x)         x / sqrt(mean(x^2) + eps) * weight   over the trailing dims
+
 Chapter 5 of the tour (docs/05-transformer.md) walks through this file.
 """
 import math
@@ -19,8 +28,11 @@ from array import array
 from .. import backend
 from .. import dtypes as _dt
 from ..autograd import Function
-from ..tensor import Tensor, _empty, _make
+from ..storage import TensorBase as Tensor, _empty, _make
 from ._launch import packed
+from .arithmetic import clamp, mul
+from .unary import ZeroGradient, rsqrt
+from .reduce import amax, amin, mean, sum  # noqa: A004
 
 
 class LayerNorm(Function):
@@ -179,3 +191,54 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 def _tensor(values, like):
     return _make(array(like.dtype.typecode, values), like.shape, like.dtype)
+
+
+def norm(x, p=2, dim=None, keepdim=False, dtype=None):
+    """The p-norm over dim (all elements by default): (sum |x|^p)^(1/p); p=inf the largest
+    |x|, p=-inf the smallest, p=0 the number of non-zeros."""
+    if dtype is not None:
+        x = x.to(dtype)
+    if p == 2 or p == "fro":
+        return sum(x * x, dim, keepdim).sqrt()
+    if p == 1:
+        return sum(x.abs(), dim, keepdim)
+    if p == math.inf:
+        return amax(x.abs(), dim if dim is not None else (), keepdim)
+    if p == -math.inf:
+        return amin(x.abs(), dim if dim is not None else (), keepdim)
+    if p == 0:   # a count: dx = 0
+        return ZeroGradient.apply(x, lambda v: sum((v != 0).to(v.dtype), dim, keepdim))
+    if isinstance(p, (int, float)) and not isinstance(p, bool):
+        return sum(x.abs() ** p, dim, keepdim) ** (1.0 / p)
+    if p == "nuc":
+        raise NotImplementedError("norm: p='nuc' (the nuclear norm, a sum of singular values) is "
+                                  "not implemented in tinyattn: it has no SVD")
+    raise ValueError(f"norm: p must be a number, inf, 'fro' or 'nuc', got {p!r}")
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):  # noqa: A002
+    """input / max(||input||_p along dim, eps)."""
+    return input / clamp(norm(input, p, dim, keepdim=True), min=eps)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) along dim (broadcasting)."""
+    n1 = clamp(norm(x1, 2, dim, keepdim=True), min=eps)
+    n2 = clamp(norm(x2, 2, dim, keepdim=True), min=eps)
+    return sum(mul(x1 / n1, x2 / n2), dim)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
+    """input / sqrt(mean(input^2 over the last len(normalized_shape) dims) + eps) * weight;
+    eps defaults to the dtype's machine epsilon, as in PyTorch."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not shape:
+        raise RuntimeError("rms_norm: Expected normalized_shape to be at least 1-dimensional")
+    if tuple(input.shape[input.ndim - len(shape):]) != shape:
+        raise RuntimeError(f"rms_norm: expected input with trailing shape {shape}, got "
+                           f"{tuple(input.shape)}")
+    if eps is None:
+        eps = 1.1920928955078125e-07 if input.dtype.name == "float32" else 2.220446049250313e-16
+    dims = tuple(range(input.ndim - len(shape), input.ndim))
+    out = mul(input, rsqrt(mean(mul(input, input), dims, keepdim=True) + eps))
+    return out if weight is None else mul(out, weight)

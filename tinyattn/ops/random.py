@@ -15,7 +15,7 @@ from .. import dtypes as _dt
 from ..autograd import UnaryFunction
 from .. import backend
 from ..random import default_generator
-from ..tensor import Tensor, _empty
+from ..storage import TensorBase as Tensor, _empty
 from ._launch import check_tensor, packed
 
 

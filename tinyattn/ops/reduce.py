@@ -9,8 +9,9 @@ reduces any run of adjacent dims; several runs are reduced one after another, la
 `sum_to(g, shape)` is the reduction every broadcasting op's backward needs: the gradient of an
 input that was broadcast is summed over the broadcast dims.
 
-Composed reductions (mean, var, std, norm, logsumexp, all, any) are written with Tensor methods and
-operators, so their gradients come from the primitives.
+Composed reductions (mean, var, std, logsumexp, all, any) are written with Tensor methods and
+operators, so their gradients come from the primitives. The p-norm is with the normalisations
+(ops/norm.py), prod with cumprod (ops/product.py).
 
 Chapters 1 and 2 of the tour (docs/01-autograd.md, docs/02-kernels.md) walk through this file.
 """
@@ -22,8 +23,9 @@ from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import UnaryFunction, no_grad
 from .. import backend
-from ..tensor import Tensor, _empty, _make, _zeros
+from ..storage import TensorBase as Tensor, _empty, _make, _zeros
 from ._launch import check_tensor, copy, packed, shape_arg, tensor_from_scalar
+from .convert import to_dtype
 
 _float64, _int64 = _dt.float64, _dt.int64
 
@@ -46,7 +48,6 @@ def sum_to_size(x, *shape):
     if x.shape == shape and x.ndim:  # nothing to sum: x itself (PyTorch)
         return x
     if not x.dtype.is_floating_point:   # sums of bools and ints count in int64 (PyTorch)
-        from .layout import to_dtype
         x = to_dtype(x, _int64)
     if x.shape == shape:
         return x
@@ -167,30 +168,6 @@ def std(x, dim=None, unbiased=None, keepdim=False, correction=None):
     return var(x, dim, unbiased, keepdim, correction).sqrt()
 
 
-def norm(x, p=2, dim=None, keepdim=False, dtype=None):
-    """The p-norm over dim (all elements by default): (sum |x|^p)^(1/p); p=inf the largest
-    |x|, p=-inf the smallest, p=0 the number of non-zeros."""
-    if dtype is not None:
-        x = x.to(dtype)
-    if p == 2 or p == "fro":
-        return sum(x * x, dim, keepdim).sqrt()
-    if p == 1:
-        return sum(x.abs(), dim, keepdim)
-    if p == math.inf:
-        return amax(x.abs(), dim if dim is not None else (), keepdim)
-    if p == -math.inf:
-        return amin(x.abs(), dim if dim is not None else (), keepdim)
-    if p == 0:   # a count: dx = 0
-        from .unary import ZeroGradient   # unary.py imports this module
-        return ZeroGradient.apply(x, lambda v: sum((v != 0).to(v.dtype), dim, keepdim))
-    if isinstance(p, (int, float)) and not isinstance(p, bool):
-        return sum(x.abs() ** p, dim, keepdim) ** (1.0 / p)
-    if p == "nuc":
-        raise NotImplementedError("norm: p='nuc' (the nuclear norm, a sum of singular values) is "
-                                  "not implemented in tinyattn: it has no SVD")
-    raise ValueError(f"norm: p must be a number, inf, 'fro' or 'nuc', got {p!r}")
-
-
 def _max_kernel(x, O, R, I, shape, want_min):
     if R == 0:
         raise IndexError(f"{'min' if want_min else 'max'}: cannot reduce over a dimension of size 0")
@@ -269,7 +246,6 @@ def _max_or_min(x, dim, keepdim, other, want_min):
         return MaxResult(x, tensor_from_scalar(0, _int64))
     if x.dtype is _dt.bool or _dt.computes_in_int64(x.dtype):
         # bool on 0 / 1, uint8 / int32 as int64 (dtypes.py); given back in x's dtype (PyTorch's)
-        from .layout import to_dtype
         values, indices = _max_or_min(to_dtype(x, _int64), d, keepdim, None, want_min)
         return MaxResult(to_dtype(values, x.dtype), indices)
     holder = []
@@ -288,7 +264,6 @@ def min(x, dim=None, keepdim=False, *, other=None):  # noqa: A001
 
 def _amax(x, dims, keepdim, want_min):
     if _dt.computes_in_int64(x.dtype):     # uint8 / int32: in int64, given back (dtypes.py)
-        from .layout import to_dtype
         return to_dtype(Amax.apply(to_dtype(x, _int64), dims, keepdim, want_min), x.dtype)
     return Amax.apply(x, dims, keepdim, want_min)
 
@@ -314,7 +289,6 @@ def _arg(x, dim, keepdim, want_min, name):
     if x.ndim == 0:  # dim 0 of a 0-d tensor: its one element is at index 0
         return _arg(x.reshape(1), 0, False, want_min, name).reshape(())
     if _dt.computes_in_int64(x.dtype):
-        from .layout import to_dtype
         x = to_dtype(x, _int64)
     holder = []
     with no_grad():
@@ -335,7 +309,6 @@ def logsumexp(x, dim, keepdim=False):
     Integer and bool inputs are computed in float32, as in PyTorch."""
     check_tensor("logsumexp", x)
     if not x.dtype.is_floating_point:
-        from .layout import to_dtype
         x = to_dtype(x, _dt.float32)
     dims = _shapes.reduction_dims("logsumexp", dim, x.ndim)
     if builtins.any(x.shape[d] == 0 for d in dims):  # log(sum of nothing) = log(0) = -inf
@@ -360,47 +333,6 @@ def any(x, dim=None, keepdim=False):  # noqa: A001
     """True where some element is non-zero; bool, or uint8 for a uint8 x (PyTorch's rule)."""
     out = sum(x != 0, dim, keepdim) > 0
     return out.to(_dt.uint8) if x.dtype is _dt.uint8 else out
-
-
-def prod(x, dim=None, keepdim=False, dtype=None):
-    """The product of the elements (along dim): pairs of halves multiplied until one is left,
-    log2(n) elementwise products whose gradients are autograd's (exact with zeros too, where
-    prod / x would divide by zero). Integers and bools multiply in int64, as in PyTorch."""
-    from .arithmetic import mul
-    from .layout import narrow, reshape, unsqueeze
-    check_tensor("prod", x)
-    if dtype is not None:
-        from .layout import to_dtype
-        x = to_dtype(x, _dt.get(dtype))
-    elif not x.dtype.is_floating_point and x.dtype is not _dt.int64:
-        from .layout import to_dtype
-        x = to_dtype(x, _dt.int64)
-    if dim is None:
-        x, d = reshape(x, (-1,)), 0
-        keepdim = False
-    else:
-        d = _shapes.normalize_dim("prod", dim, builtins.max(x.ndim, 1))
-        if x.ndim == 0:
-            return x.clone()
-    n = x.shape[d]
-    if n == 0:
-        shape = x.shape[:d] + x.shape[d + 1:]
-        out = _empty(shape, x.dtype)
-        out._data[:] = type(out._data)(out._data.typecode, [1]) * len(out._data)
-        return unsqueeze(out, d) if keepdim else out
-    while n > 1:
-        half = n // 2
-        paired = mul(narrow(x, d, 0, half), narrow(x, d, half, half))
-        x = paired if n % 2 == 0 else _cat_last(paired, narrow(x, d, n - 1, 1), d)
-        n = x.shape[d]
-    out = x if keepdim else reshape(x, x.shape[:d] + x.shape[d + 1:])
-    return out
-
-
-def _cat_last(a, b, d):
-    from .layout import cat
-    return cat([a, b], d)
-
 
 
 def sum_of_squares(x):

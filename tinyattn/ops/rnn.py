@@ -19,7 +19,7 @@ from array import array
 from .. import backend
 from .. import dtypes as _dt
 from ..autograd import Function
-from ..tensor import _empty, _zeros
+from ..storage import _empty, _zeros
 from ._launch import packed, transposed
 from .arithmetic import add, add_into
 from .layout import cat, narrow, reshape, unsqueeze

@@ -41,15 +41,16 @@ from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import Function, no_grad
 from .. import backend
-from ..tensor import Tensor, _empty, _make
+from ..storage import TensorBase as Tensor, _empty, _make
 from ._launch import check_tensor, copy, packed, tensor_from_scalar
 from .arithmetic import div, floor_divide, mul
 from .compare import eq, ne, where
 from .indexing import IndexRows, checked_index, index_select, int_range, movedim_front
 from .inplace import _inplace
-from .layout import expand, reshape, to_dtype, view
+from .layout import expand, reshape, view
 from .reduce import any as reduce_any
 from .sort import argsort
+from .convert import to_dtype
 
 _int64, _bool = _dt.int64, _dt.bool
 

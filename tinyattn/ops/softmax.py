@@ -17,10 +17,10 @@ from .. import _shapes
 from .. import backend
 from .. import dtypes as _dt
 from ..autograd import UnaryFunction
-from ..tensor import _empty
+from ..storage import _empty
 from ._launch import packed
 from .unary import _floating
-from .layout import to_dtype
+from .convert import to_dtype
 
 
 class Softmax(UnaryFunction):

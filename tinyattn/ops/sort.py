@@ -15,10 +15,11 @@ from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import UnaryFunction
 from .. import backend
-from ..tensor import _empty
+from ..storage import _empty
 from ._launch import check_tensor, packed
+from .convert import to_dtype
 from .indexing import flip, gather
-from .layout import contiguous, narrow, reshape, to_dtype, transpose
+from .layout import contiguous, narrow, reshape, transpose
 
 SortResult = namedtuple("sort", ["values", "indices"])
 TopkResult = namedtuple("topk", ["values", "indices"])

@@ -17,10 +17,10 @@ import math
 from .. import backend
 from .. import dtypes as _dt
 from ..autograd import Function, UnaryFunction, no_grad
-from ..tensor import Tensor, _empty, _make
+from ..storage import TensorBase as Tensor, _empty, _make
 from ._launch import check_tensor, packed, views4
 from .compare import eq, gt, logical_not, logical_or, ne, where
-from .layout import to_dtype
+from .convert import to_dtype
 
 _float32, _int64, _bool = _dt.float32, _dt.int64, _dt.bool
 

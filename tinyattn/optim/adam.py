@@ -3,7 +3,7 @@ from array import array
 
 from .. import dtypes as _dt
 from ..ops.optim import adam_step_
-from ..tensor import _make
+from ..storage import _make
 from .optimizer import Optimizer, _check_number
 
 

@@ -22,7 +22,8 @@ from array import array
 from collections import defaultdict
 
 from ..autograd import enable_grad, no_grad
-from ..tensor import Tensor, _make
+from ..storage import _make
+from ..tensor import Tensor
 from .. import dtypes as _dt
 from ..creation import tensor
 

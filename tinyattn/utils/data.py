@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from .. import dtypes as _dt
-from ..creation import randperm, tensor
+from ..creation import randint, randperm, tensor
 from ..ops.layout import stack
 from ..tensor import Tensor
 
@@ -165,7 +165,6 @@ class RandomSampler(Sampler):
         n, left = len(self.data_source), self.num_samples
         while left > 0:
             if self.replacement:
-                from ..creation import randint
                 chunk = randint(0, n, (min(left, 1024),), generator=self.generator).tolist()
             else:
                 chunk = randperm(n, generator=self.generator).tolist()[:left]

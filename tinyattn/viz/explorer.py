@@ -38,6 +38,8 @@ import os
 import zlib
 from pathlib import Path
 
+from ..autograd import no_grad
+from ..nn.attention import MultiheadAttention
 from .image import _as_rgb, png_bytes
 
 _PAGE = Path(__file__).with_name("explorer.js")
@@ -301,8 +303,6 @@ class Snapshots:
 def _record_model(model, inputs, index):
     """Run model(*inputs) once in eval mode with every MultiheadAttention keeping its scores,
     mask and weights -> {module path: {"weights", "scores", "mask"}} for batch item `index`."""
-    from .. import no_grad
-    from ..nn import MultiheadAttention
     found = [(n, m) for n, m in model.named_modules() if isinstance(m, MultiheadAttention)]
     if not found:
         raise ValueError(f"explorer: {type(model).__name__} has no MultiheadAttention inside; "

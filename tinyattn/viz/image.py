@@ -20,7 +20,9 @@ import struct
 import zlib
 
 from ._inputs import as_matrix
+from .colors import ansi256
 from .svg import Svg, escape, text_width, write
+from .terminal import _resolve_mode
 
 _VEIL = 0.82      # opacity of the dark veil over a cell of weight 0
 
@@ -158,7 +160,6 @@ def terminal_image(img, overlay=None, title=None, *, color=None, stream=None):
     """The image in a terminal, two pixels per character (the upper half block coloured as the
     upper pixel, its background as the lower one), veiled by `overlay` like the SVG. Without
     colour (a file, a pipe, NO_COLOR) each pixel's brightness becomes one of ' .:-=+*#%@'."""
-    from .terminal import _resolve_mode
     rows = _as_rgb("terminal_image", img)
     grid = _as_grid("terminal_image", overlay)
     H, W = len(rows), len(rows[0])
@@ -175,7 +176,6 @@ def terminal_image(img, overlay=None, title=None, *, color=None, stream=None):
                 _RAMP[min(9, int((0.2126 * p[0] + 0.7152 * p[1] + 0.0722 * p[2]) * 10))] * 2
                 for p in r))
         return "\n".join(lines)
-    from .colors import ansi256
 
     def fg(p):
         rgb = tuple(int(round(c * 255)) for c in p)
