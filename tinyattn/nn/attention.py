@@ -203,14 +203,12 @@ class MultiheadAttention(Module):
 
     def _projection_weights(self):
         """(W_q, W_k, W_v) and (b_q, b_k, b_v): views into the packed parameters, no copies."""
-        E = self.embed_dim
         if self._qkv_same_embed_dim:
-            w = self.in_proj_weight
-            ws = (w[:E], w[E:2 * E], w[2 * E:])                      # 3 x (E, E)
+            ws = self.in_proj_weight.chunk(3)                        # 3 x (E, E) views
         else:
             ws = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
         b = self.in_proj_bias
-        bs = (None, None, None) if b is None else (b[:E], b[E:2 * E], b[2 * E:])  # 3 x (E,)
+        bs = (None, None, None) if b is None else b.chunk(3)         # 3 x (E,) views
         return ws, bs
 
     def _split_heads(self, x):

@@ -102,7 +102,7 @@ def _positions(op, table, x, offset, batch_first):
     if offset < 0 or offset + T > max_len:
         raise ValueError(f"{op}: positions {offset}..{offset + T - 1} do not fit in max_len="
                          f"{max_len}")
-    rows = table[offset:offset + T]                                  # (T, E) a view
+    rows = table.narrow(0, offset, T)                                # (T, E) a view
     if rows.dtype is not x.dtype:
         rows = rows.to(x.dtype)
     if x.ndim == 3 and not batch_first:
