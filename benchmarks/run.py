@@ -376,7 +376,7 @@ def bench_sdpa(res, timer, torch):
     """scaled_dot_product_attention forward + backward, batch 1, 8 heads, head dim 64, fp32: the
     fused kernel (kernels/flash.py) against PyTorch's (its CPU flash kernel). Time (ms), the peak
     memory the call adds (MB, in child processes), and the largest difference from the reference
-    tier on one head (float32 results compared as float64)."""
+    backend on one head (float32 results compared as float64)."""
     from tinyattn import backend
     B, H, D = 1, 8, 64
     for T, causal in SDPA_CASES:
@@ -400,14 +400,14 @@ def bench_sdpa(res, timer, torch):
                 q.grad = k.grad = v.grad = None
 
         t_ours, t_theirs = timer.run([ours, theirs])
-        # exactness: head 0 on both tiers
+        # exactness: head 0 on both backends
         outs = {}
-        for tier in ("fast", "reference"):
-            with backend.use(tier):
+        for which in ("fast", "reference"):
+            with backend.use(which):
                 xs = [x[:, :1].detach().requires_grad_() for x in (q, k, v)]
                 o = F.scaled_dot_product_attention(*xs, is_causal=causal)
                 o.backward(g[:, :1])
-                outs[tier] = [o.detach()] + [x.grad for x in xs]
+                outs[which] = [o.detach()] + [x.grad for x in xs]
         err = max((a - b).abs().max().item() for a, b in zip(outs["fast"], outs["reference"]))
         name = f"T={T}{' causal' if causal else ''}"
         res.add("sdpa", f"fused SDPA fwd+bwd B1 H8 D64 {name}", "ms", t_ours * 1e3,

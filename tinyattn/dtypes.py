@@ -29,10 +29,10 @@ native-width arithmetic does: for + - * and integer powers the low bits of the i
 narrow result (arithmetic mod 2**k), and // % of operands already in range are exact in int64. Why
 not native width:
 
-- compile time: the fast tier compiles one loop per (typecode, op); two more integer typecodes
+- compile time: the fast backend compiles one loop per (typecode, op); two more integer typecodes
   would double the integer specialisations, each compiled the first time a program touches it,
   for types that hold masks and lengths, not the numbers a model spends its time on;
-- the interpreted tier (NUMBA_DISABLE_JIT=1): storing 300 into a 'B' array raises OverflowError
+- the interpreted reference backend (NUMBA_DISABLE_JIT=1): storing 300 into a 'B' array raises OverflowError
   in Python, so wrapping must be an explicit step in any case; one conversion kernel written with
   `& 0xFF` / `& 0xFFFFFFFF` wraps the same way compiled and interpreted;
 - safety: the compiled entry points trust their buffers' typecode (kernels/jit.py by_typecode),

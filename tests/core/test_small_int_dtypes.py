@@ -443,9 +443,9 @@ def test_torch_reads_our_checkpoint(tmp_path):
 # ------------------------------------------------------------------------------ kernels
 
 
-def test_tiers_agree_on_wraparound():
-    for tier in ta.backend.BACKENDS:
-        with ta.backend.use(tier):
+def test_both_backends_wrap_small_integers_around():
+    for which in ta.backend.BACKENDS:
+        with ta.backend.use(which):
             u = u8([200, 3, 255])
             assert (u + u).tolist() == [144, 6, 254]
             assert (u * 3 - 1).tolist() == [87, 8, 252]

@@ -3,7 +3,7 @@
 tinyattn/kernels/ (reference) and tinyattn/fast/ hold each kernel family in a file of the same
 name; `__all__` names the functions the ops call. The fast file must offer every one of them with
 the same parameters, and a family the fast backend does not write again has no fast file at all
-(the reference loops run on both backends). Their results are held equal in test_tiers.py."""
+(the reference loops run on both backends). Their results are held equal in test_backends_agree.py."""
 import importlib
 import inspect
 import os

@@ -4,7 +4,7 @@ scaled_dot_product_attention, on whichever backend is active.
 Held to: the composed path (matmul, softmax, matmul: `sdpa_kernel(SDPBackend.MATH)`), which the
 rest of the suite checks against PyTorch and by hand; finite differences (gradcheck, float64); a
 plain-Python softmax by hand; PyTorch's own scaled_dot_product_attention where installed. The two
-backends' kernels are held to each other in tests/kernels/test_tiers.py.
+backends' kernels are held to each other in tests/kernels/test_backends_agree.py.
 """
 import math
 

@@ -1,9 +1,9 @@
 """The reference and fast kernel backends (tinyattn/kernels/, tinyattn/fast/) compute the same results.
 
-Each case runs one op forward and backward through the public API, once on each tier, over
+Each case runs one op forward and backward through the public API, once on each backend, over
 hypothesis shapes and memory layouts (contiguous, transposed, strided, offset views), and compares
 the outputs and input gradients. A spy on the backends' functions checks that the cases between them call
-every kernel whose two tiers differ, so a fast kernel added without an agreement test fails here.
+every kernel whose two backends differ, so a fast kernel added without an agreement test fails here.
 Runs compiled and with NUMBA_DISABLE_JIT=1."""
 import importlib
 import os
@@ -22,11 +22,11 @@ from tinyattn.ops.attention import additive_score, attention_context
 FEW = settings(max_examples=12, deadline=None)
 
 
-def _both_tiers(fn, *inputs):
-    """(outputs, grads) of fn(*inputs) on each tier; the backward seeds with a fixed cotangent."""
+def _on_both_backends(fn, *inputs):
+    """(outputs, grads) of fn(*inputs) on each backend; the backward seeds with a fixed cotangent."""
     results = {}
-    for tier in backend.BACKENDS:
-        with backend.use(tier):
+    for which in backend.BACKENDS:
+        with backend.use(which):
             xs = [x.detach().requires_grad_(x.dtype.is_floating_point) for x in inputs]
             out = fn(*xs)
             outs = out if isinstance(out, tuple) else (out,)
@@ -39,13 +39,13 @@ def _both_tiers(fn, *inputs):
                     loss = term if loss is None else loss + term
             if loss is not None:
                 loss.backward()
-            results[tier] = ([o.detach() for o in outs],
+            results[which] = ([o.detach() for o in outs],
                              [x.grad for x in xs if x.grad is not None])
     return results["reference"], results["fast"]
 
 
 def _agree(fn, *inputs, rtol=1e-5, atol=1e-6):
-    (ref_out, ref_grad), (fast_out, fast_grad) = _both_tiers(fn, *inputs)
+    (ref_out, ref_grad), (fast_out, fast_grad) = _on_both_backends(fn, *inputs)
     assert len(ref_grad) == len(fast_grad)
     for r, f in zip(ref_out + ref_grad, fast_out + fast_grad):
         assert r.dtype == f.dtype
@@ -85,7 +85,7 @@ def _modules(family):
 
 
 def _differing():
-    """{(module, name, tier)} for every kernel whose reference and fast versions differ."""
+    """{(module, name, backend)} for every kernel whose reference and fast versions differ."""
     out = set()
     for family in backend.FAST:
         mods = _modules(family)
@@ -105,8 +105,8 @@ def spy_on_kernels():
     # The families' modules stay as they are (a reference kernel that calls another of its
     # file's kernels must find the kernel, not a spy): what the ops see as backend.<family> is
     # a stand-in whose interface functions are spies.
-    stand_ins = {(family, tier): _Family(family, tier, module) for family in backend.FAST
-                 for tier, module in _modules(family).items()}
+    stand_ins = {(family, which): _Family(family, which, module) for family in backend.FAST
+                 for which, module in _modules(family).items()}
     bind = backend._bind
 
     def bind_stand_ins(name):
@@ -124,9 +124,9 @@ class _Family:
     """Stands in for a split family's module of one backend: the functions of its __all__ are
     spies, anything else is the module's."""
 
-    def __init__(self, family, tier, module):
+    def __init__(self, family, which, module):
         self._module = module
-        self._spies = {name: _Spy((f"tinyattn.kernels.{family}", name, tier), getattr(module, name))
+        self._spies = {name: _Spy((f"tinyattn.kernels.{family}", name, which), getattr(module, name))
                        for name in module.__all__}
 
     def __getattr__(self, name):
@@ -323,7 +323,7 @@ def test_matmul_views(shapes_, la, lb, seed, dtype):
 
 @pytest.mark.parametrize("dtype", [ta.float32, ta.float64])
 def test_matmul_blocked_sizes_and_linear(dtype):
-    # larger than the fast tier's cache blocks in every dimension, with ragged edges
+    # larger than the fast backend's cache blocks in every dimension, with ragged edges
     gen = ta.Generator(4)
     a = ta.randn(133, 270, dtype=dtype, generator=gen)
     b = ta.randn(270, 77, dtype=dtype, generator=gen)
@@ -411,7 +411,7 @@ def _agree_sums(fn, *inputs, rtol, atol):
     order's rounding errors grow with the terms, while the result can cancel to far less than
     they are. A weight gradient summed from 60 terms of about 0.5 came to 0.0082, and the
     backends differed by 1.2e-6 there: both within float32's rounding of such a sum."""
-    (ref_out, ref_grad), (fast_out, fast_grad) = _both_tiers(fn, *inputs)
+    (ref_out, ref_grad), (fast_out, fast_grad) = _on_both_backends(fn, *inputs)
     with backend.use("reference"):
         xs = [x.detach().abs().requires_grad_() for x in inputs]
         outs = fn(*xs)
@@ -471,21 +471,21 @@ def test_flash_attention(L, S, E, causal, masked, seed, dtype):
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
     # float32: dK sums up to 70 terms dS_ij q_i, dS = P (dP - D). With a single key, dK is 0
     # exactly (softmax over one key is constant) and the reference (float64 sums) gives 0, while
-    # the fast tier's float32 dP and D differ by a rounding each: |dK| reached 1.13e-6 at L = 66
+    # the fast backend's float32 dP and D differ by a rounding each: |dK| reached 1.13e-6 at L = 66
     # (1 case of 150 random ones above atol 1e-6, none above 5e-7 but the two with S = 1).
     tol = dict(rtol=1e-5, atol=5e-6) if dtype == ta.float32 else _tol(dtype)
     _agree(attn, q, k, v, **tol)
 
 
 def test_every_differing_kernel_was_compared(request):
-    """Every kernel with two versions was called on both tiers by the tests above (which run
+    """Every kernel with two versions was called on both backends by the tests above (which run
     first: pytest keeps a file's order). Skipped when only some of them were selected."""
     here = [i for i in request.session.items if i.module is request.module]
     if len({i.originalname for i in here}) < len([n for n in dir(request.module)
                                                   if n.startswith("test_")]):
-        pytest.skip("only part of test_tiers.py was selected")
+        pytest.skip("only part of test_backends_agree.py was selected")
     missing = sorted(_differing() - _called)
-    assert not missing, f"kernels whose tiers are never compared: {missing}"
+    assert not missing, f"kernels whose backends are never compared: {missing}"
 
 
 def test_use_switches_and_restores():

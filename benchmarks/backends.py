@@ -1,11 +1,12 @@
-"""What the fast kernel tier buys: each op timed on the reference tier and on the fast tier.
+"""What the fast kernel backend buys: each op timed on the reference backend and on the fast one.
 
-    python benchmarks/tiers.py [--rounds N]
+    python benchmarks/backends.py [--rounds N]
 
-The reference tier is the plain loops a student reads (kernels/tiers.py); the fast tier is what the
-library runs by default. Both are compiled; the two contenders alternate round by round in this
-process (benchmarks/run.py's Timer), so they meet the same background load. The figure is the
-median time per call; the last column is how many times faster the fast tier is.
+The reference backend is the plain loops a student reads (tinyattn/kernels/); the fast backend
+(tinyattn/fast/) is what the library runs by default. Both are compiled; the two contenders
+alternate round by round in this process (benchmarks/run.py's Timer), so they meet the same
+background load. The figure is the median time per call; the last column is how many times
+faster the fast backend is.
 """
 import argparse
 import os
@@ -60,11 +61,11 @@ def main(argv=None):
     timer = Timer(args.rounds, args.budget)
     for name, make in CASES:
         fns = []
-        for tier in backend.BACKENDS:
+        for which in backend.BACKENDS:
             step = make()
 
-            def run(step=step, tier=tier):
-                with backend.use(tier):
+            def run(step=step, which=which):
+                with backend.use(which):
                     step()
             fns.append(run)
         ref, fast = timer.run(fns)
