@@ -1,4 +1,5 @@
-"""Shared test helpers: comparisons, PyTorch conversion, hypothesis strategies for tensors.
+"""Shared test helpers: comparisons, PyTorch conversion, hand values checked against PyTorch,
+hypothesis strategies for tensors.
 
 The strategies build tensors in several memory layouts (contiguous, transposed, strided slices,
 offset views), because a kernel that is right for contiguous buffers can still be wrong for views.
@@ -45,6 +46,31 @@ def to_torch(t, requires_grad=False):
     out = torch.tensor(t.tolist(), dtype=dtypes[t.dtype.name]).reshape(tuple(t.shape))
     return out.requires_grad_(requires_grad) if requires_grad else out
 
+
+
+def _same(a, b):
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(u, v) for u, v in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a):
+        return math.isnan(b)
+    return a == b if isinstance(a, bool) or isinstance(b, bool) else abs(a - b) <= 1e-6 * (
+        1 + abs(b)) if math.isfinite(b) else a == b
+
+
+def check_value_and_dtype(expr, expected, dtype, **names):
+    """`expr` evaluated with `lib` = tinyattn (and `names`) gives `expected` (worked out by hand;
+    NaN equals NaN, floats to 1e-6) with dtype `dtype`; where PyTorch is installed, the same
+    expression with `lib` = torch gives the same value and dtype."""
+    out = eval(expr, {"lib": ta, **names})
+    assert _same(out.tolist(), expected), out.tolist()
+    assert out.dtype.name == dtype
+    try:
+        import torch
+    except ImportError:
+        return
+    theirs = eval(expr, {"lib": torch, **names})
+    assert _same(out.tolist(), theirs.tolist())
+    assert str(theirs.dtype) == f"torch.{dtype}"
 
 # ---------------------------------------------------------------------------- strategies
 

@@ -1,5 +1,9 @@
 """The autograd engine: hand-computed gradients, accumulation, reuse, deep graphs, grad mode,
-second backward, retain_grad, and gradcheck's own ability to catch a wrong gradient."""
+second backward, retain_grad, and gradcheck's own ability to catch a wrong gradient.
+
+What holds: backward gives the gradients worked out by hand, sums every path into a leaf,
+frees the graph, raises where PyTorch does, and keeps piecewise-constant ops (sign, norm(p=0))
+in the graph with a zero gradient."""
 import gc
 import math
 import weakref
@@ -227,6 +231,16 @@ def test_log_and_sqrt_of_zero_give_inf_not_errors():
     y = ta.tensor([0.0]).sqrt()
     assert y.tolist() == [0.0]
 
+
+
+@pytest.mark.parametrize("expr", ["lib.sign(x)", "lib.norm(x, 0)"])
+def test_piecewise_constant_ops_record_a_zero_gradient(expr):
+    """sign and norm(p=0) stay in the graph with gradient 0, as in PyTorch: backward runs."""
+    x = ta.tensor([-2.0, 0.0, 3.0], dtype=ta.float64, requires_grad=True)
+    y = eval(expr, {"lib": ta, "x": x})
+    assert y.requires_grad
+    (y * 3).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]
 
 @pytest.mark.parametrize("op", ["softmax", "sum", "transpose", "mul_scalar"])
 def test_unary_function_records_what_function_apply_records(op):

@@ -1,7 +1,11 @@
-"""Errors are part of the API: each names the operation and the offending shapes or values."""
+"""Errors are part of the API: each names the operation and the offending shapes or values.
+
+What holds: an error is raised where PyTorch raises one (and of a type PyTorch's callers catch),
+before any kernel reads memory, and its message says which op failed and why."""
 import pytest
 
 import tinyattn as ta
+import tinyattn.nn.functional as F
 
 
 def test_matmul_shape_error_names_both_shapes():
@@ -49,9 +53,17 @@ def test_index_errors_name_index_and_size():
         x[::-1]
 
 
+
+@pytest.mark.parametrize("op", ["gather", "index_select"])
+def test_gather_and_index_select_reject_negative_indices(op):
+    # as PyTorch does: a negative index does not wrap around as in a Python list
+    x, idx = ta.tensor([1.0, 2.0, 3.0]), ta.tensor([-1])
+    call = (lambda: ta.gather(x, 0, idx)) if op == "gather" else (lambda: ta.index_select(x, 0, idx))
+    with pytest.raises(IndexError, match=rf"{op}: index -1 is out of bounds"):
+        call()
+
 def test_embedding_index_errors():
     w = ta.randn(5, 2)
-    from tinyattn.nn import functional as F
     with pytest.raises(IndexError, match="embedding: index 5 is out of bounds.*size 5"):
         F.embedding(ta.tensor([1, 5]), w)
     with pytest.raises(IndexError, match="index -1"):
@@ -59,6 +71,26 @@ def test_embedding_index_errors():
     with pytest.raises(TypeError, match="int64"):
         F.embedding(ta.tensor([1.0]), w)
 
+
+
+@pytest.mark.parametrize("padding_idx", [4, 7, -5])
+def test_embedding_padding_idx_must_be_within_the_table(padding_idx):
+    # checked up front: the backward zeroes row padding_idx of the gradient, which must exist
+    with pytest.raises(ValueError, match=f"embedding: padding_idx {padding_idx} must be within"):
+        F.embedding(ta.tensor([1]), ta.ones(4, 2), padding_idx=padding_idx)
+
+
+def test_embedding_weight_must_be_two_dimensional():
+    with pytest.raises(ValueError, match=r"embedding: weight must be a 2-D.*\(4, 2, 2\)"):
+        F.embedding(ta.tensor([1]), ta.ones(4, 2, 2))
+
+
+def test_pytorch_rejects_the_same_padding_idx_and_negative_index():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(Exception):
+        torch.nn.functional.embedding(torch.tensor([1]), torch.ones(4, 2), padding_idx=7)
+    with pytest.raises(Exception):
+        torch.gather(torch.ones(3), 0, torch.tensor([-1]))
 
 def test_dim_errors():
     x = ta.zeros(2, 3)
@@ -125,7 +157,37 @@ def test_kernels_never_see_invalid_indices():
     ("isfinite", lambda x: ta.isfinite(x)), ("outer", lambda x: ta.outer(x, x)),
     ("dot", lambda x: ta.dot(x, x)), ("mv", lambda x: ta.mv(x, x))])
 def test_a_list_where_a_tensor_belongs_is_a_type_error_naming_the_op(name, call):
-    # PyTorch raises TypeError here too ("must be Tensor, not list"); most of these ops used to
-    # fail with an AttributeError from deep inside ('list' object has no attribute 'ndim')
+    # PyTorch raises TypeError here too ("must be Tensor, not list"); the op checks its argument
+    # first, so the error is not an AttributeError from deep inside ('list' has no 'ndim')
     with pytest.raises(TypeError, match=f"{name}: expected a Tensor, got list"):
         call([1.0, 2.0])
+
+
+ERRORS = [
+    ("floor_divide by an integer 0", "lib.floor_divide(lib.tensor([3]), lib.tensor([0]))",
+     "floor_divide: integer division by zero"),
+    ("remainder by an integer 0", "lib.tensor([3, 4]) % 0", "remainder: integer division by zero"),
+    ("arange with a step of the wrong sign", "lib.arange(0, 5, -1)",
+     "arange: upper bound and lower bound inconsistent with step sign"),
+    ("Tensor.__radd__ called unbound with a number as self",
+     "lib.Tensor.__radd__(2, lib.tensor([1, 2]))", "__radd__"),
+    ("Tensor.__rmul__ called unbound with a number as self",
+     "lib.Tensor.__rmul__(2, lib.tensor([1, 2]))", "__rmul__"),
+    ("Tensor.__rxor__ called unbound with a number as self",
+     "lib.Tensor.__rxor__(2, lib.tensor([1, 2]))", "__rxor__"),
+    ("a reduction of a tensor of more than 64 dims", "lib.zeros(*[1] * 65).amax(-1)",
+     "64 dims"),
+    ("index_select of a 0-d tensor by 2 indices",
+     "lib.index_select(lib.tensor(3.0), 0, lib.tensor([0, 0]))", "index"),
+]
+
+
+@pytest.mark.parametrize("name, expr, message", ERRORS, ids=[e[0] for e in ERRORS])
+def test_errors_where_pytorch_raises(name, expr, message):
+    with pytest.raises(Exception, match=message) as err:
+        eval(expr, {"lib": ta})
+    if "division" in message:  # both: PyTorch raises RuntimeError, Python ZeroDivisionError
+        assert isinstance(err.value, RuntimeError) and isinstance(err.value, ZeroDivisionError)
+    torch = pytest.importorskip("torch")
+    with pytest.raises(Exception):
+        eval(expr, {"lib": torch})

@@ -36,7 +36,7 @@ def same(results):
 
 
 def test_masked_write_into_a_tensor_inside_the_graph():
-    # the issue's example: X[~mask] = -1e6 on a non-leaf, then a softmax over it
+    # masking scores by hand: X[~mask] = -1e6 on a non-leaf, then a softmax over it
     def f(lib, x):
         s = x * 2.0
         mask = lib.tensor([[True, False, True], [True, True, False]])
@@ -182,3 +182,52 @@ def test_a_view_taken_before_its_base_changed_is_refused_not_silently_wrong():
         buf[t] = buf[t - 1] * 2.0
     buf.sum().backward()
     assert h0.grad.tolist() == [1.0 + 2.0 + 4.0 + 8.0]
+
+
+def _filled_buffer_grads(lib):
+    # The seq2seq pattern: encoder states written into a buffer in a loop, then used.
+    h = [lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True) for _ in range(3)]  # (B, H)
+    out = lib.zeros(2, 3, 2)                                                          # (B, T, H)
+    for t in range(3):
+        out[:, t] = h[t] * (t + 1)
+    b = lib.tensor([5.0], requires_grad=True)
+    out[0, 0, :] = b                        # broadcast into the region, and overwrite h[0][0]
+    loss = (out * lib.tensor([[[0.5, -1.0]]])).sum()
+    loss.backward()
+    return [x.grad.tolist() for x in h], b.grad.tolist()
+
+
+def test_setitem_of_a_value_that_requires_grad_puts_the_buffer_in_the_graph():
+    # d loss / d h[t] = (t + 1) * [0.5, -1] per row, except where b overwrote h[0]'s row 0;
+    # d loss / d b = 0.5 - 1 (b was broadcast to both elements of that row)
+    expected = ([[[0.0, 0.0], [0.5, -1.0]], [[1.0, -2.0], [1.0, -2.0]],
+                 [[1.5, -3.0], [1.5, -3.0]]], [-0.5])
+    assert _filled_buffer_grads(ta) == expected
+    torch = pytest.importorskip("torch")
+    assert _filled_buffer_grads(torch) == expected
+
+
+def test_setitem_refuses_a_leaf_that_requires_grad():
+    w = ta.zeros(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="setitem: a leaf tensor that requires grad"):
+        w[0] = ta.tensor(1.0, requires_grad=True)
+    x = ta.zeros(3)
+    x[0] = ta.tensor(1.0)                      # nothing requires grad: no graph
+    assert not x.requires_grad and x.grad_fn is None
+
+
+@pytest.mark.parametrize("change", ["y.zero_()", "y.fill_(5.0)", "y.copy_(lib.tensor([1.0, 2.0]))"])
+def test_writing_a_constant_into_a_tensor_in_the_graph_keeps_it_there(change):
+    """PyTorch records y.zero_() (ZeroBackward) with gradient 0, so y stays in the graph and
+    y.sum().backward() reaches x through the other terms."""
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        eval(change, {"lib": lib, "y": y})
+        assert y.requires_grad
+        (y * 3 + x).sum().backward()
+        return y.tolist(), x.grad.tolist()
+    values, grad = run(ta)
+    assert grad == [1.0, 1.0]       # only the "+ x" term reaches x
+    torch = pytest.importorskip("torch")
+    assert (values, grad) == run(torch)

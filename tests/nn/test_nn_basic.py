@@ -1,4 +1,8 @@
-"""Module API, Linear, Embedding, Dropout, activations, init: behaviour, gradients, PyTorch parity."""
+"""Module API, Linear, Embedding, Dropout, activations, init: behaviour, gradients, PyTorch parity.
+
+What holds: a module's parameters and state_dict keys in PyTorch's names and order (also after a
+parameter or submodule is replaced), PyTorch's constructor arguments (device before dtype),
+Embedding's padding_idx, max_norm and scale_grad_by_freq, and weights that load both ways."""
 import math
 from collections import OrderedDict
 
@@ -6,6 +10,7 @@ import pytest
 
 import tinyattn as ta
 from tinyattn import nn
+from tinyattn.nn import functional as F
 from tinyattn.testing import gradcheck
 
 from helpers import assert_close, to_torch
@@ -132,6 +137,42 @@ def test_parameter_is_a_leaf_tensor():
     assert p.grad.tolist() == [3.0, 3.0]
 
 
+
+def _order_after_reassigning(nn):
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = nn.Linear(2, 3)
+            self.decoder = nn.Linear(3, 2)
+            self.head = nn.Linear(2, 2)
+    net = Net()
+    net.encoder = nn.Linear(2, 3)                 # replace a submodule
+    net.decoder.weight = nn.Parameter(net.decoder.weight.detach())   # replace a parameter
+    return list(net.state_dict().keys()), [n for n, _ in net.named_parameters()]
+
+
+def test_reassigning_a_parameter_or_submodule_keeps_its_place():
+    keys, names = _order_after_reassigning(nn)
+    order = ["encoder.weight", "encoder.bias", "decoder.weight", "decoder.bias", "head.weight",
+             "head.bias"]
+    assert keys == order and names == order
+    torch = pytest.importorskip("torch")
+    assert _order_after_reassigning(torch.nn) == (order, order)
+
+
+def test_modules_take_device_before_dtype_as_pytorch():
+    """PyTorch's factory arguments come in the order device, dtype: Linear(3, 4, True, 'cpu')."""
+    assert ta.nn.Linear(3, 4, True, "cpu", ta.float64).weight.dtype is ta.float64
+    assert ta.nn.GRUCell(3, 4, True, "cpu", ta.float64).weight_ih.dtype is ta.float64
+    assert ta.nn.LayerNorm(4, 1e-5, True, True, "cpu", ta.float64).weight.dtype is ta.float64
+    assert ta.nn.Embedding(5, 3, None, None, 2.0, False, False, None, False, "cpu",
+                           ta.float64).weight.dtype is ta.float64
+    for make in (lambda: ta.nn.Linear(3, 4, device="cuda"),
+                 lambda: ta.nn.Conv2d(1, 2, 3, device="cuda"),
+                 lambda: ta.nn.Embedding(5, 3, device="cuda")):
+        with pytest.raises(RuntimeError, match="CPU only"):
+            make()
+
 # ----------------------------------------------------------------------------- layers
 
 
@@ -171,6 +212,55 @@ def test_embedding_gradcheck():
     # padding_idx deliberately withholds the gradient of its row, so check it with an unused one
     assert gradcheck(lambda w: nn.functional.embedding(ids, w, padding_idx=3), (w,))
 
+
+
+def test_embedding_negative_padding_idx_counts_from_the_end():
+    w = ta.ones(4, 2, requires_grad=True)
+    F.embedding(ta.tensor([1, 3, 3]), w, padding_idx=-1).sum().backward()
+    assert w.grad.tolist() == [[0.0, 0.0], [1.0, 1.0], [0.0, 0.0], [0.0, 0.0]]
+
+
+def test_embedding_negative_padding_idx_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    w = torch.ones(4, 2, requires_grad=True)
+    torch.nn.functional.embedding(torch.tensor([1, 3, 3]), w, padding_idx=-1).sum().backward()
+    assert w.grad.tolist() == [[0.0, 0.0], [1.0, 1.0], [0.0, 0.0], [0.0, 0.0]]
+
+
+def _embedding(lib, **kw):
+    w = lib.tensor([[3.0, 4.0], [0.3, 0.4], [6.0, 8.0]], dtype=lib.float64, requires_grad=True)
+    idx = lib.tensor([[0, 1], [0, 0]])
+    out = lib.nn.functional.embedding(idx, w, **kw)
+    (out * lib.tensor([[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]]],
+                      dtype=lib.float64)).sum().backward()
+    return out.tolist(), w.detach().tolist(), w.grad.tolist()
+
+
+def _flat(rows):
+    return [v for r in rows for v in (_flat(r) if isinstance(r[0], list) else r)]
+
+
+def test_embedding_max_norm_renormalises_the_rows_it_uses():
+    """Rows 0 (norm 5) and 1 (norm 0.5) are used; with max_norm=1 row 0 becomes (3, 4) / (5 + 1e-7),
+    row 1 is left alone, and row 2 (norm 10, unused) too."""
+    out, w, grad = _embedding(ta, max_norm=1.0)
+    s = 1.0 / (5.0 + 1e-7)
+    assert _flat(w) == pytest.approx([3 * s, 4 * s, 0.3, 0.4, 6.0, 8.0], rel=1e-12)
+    assert _flat(out) == pytest.approx([3 * s, 4 * s, 0.3, 0.4, 3 * s, 4 * s, 3 * s, 4 * s],
+                                       rel=1e-12)
+    assert grad == [[13.0, 16.0], [3.0, 4.0], [0.0, 0.0]]
+    torch = pytest.importorskip("torch")
+    theirs = _embedding(torch, max_norm=1.0)
+    assert _flat(w) == pytest.approx(_flat(theirs[1]), rel=1e-12) and grad == theirs[2]
+
+
+def test_embedding_scale_grad_by_freq_divides_by_the_count():
+    """Index 0 occurs 3 times in the batch, index 1 once: row 0's gradient (1+5+7, 2+6+8) / 3."""
+    _, _, grad = _embedding(ta, scale_grad_by_freq=True)
+    assert _flat(grad) == pytest.approx([13 / 3, 16 / 3, 3.0, 4.0, 0.0, 0.0], rel=1e-12)
+    torch = pytest.importorskip("torch")
+    assert _flat(grad) == pytest.approx(_flat(_embedding(torch, scale_grad_by_freq=True)[2]),
+                                        rel=1e-12)
 
 def test_dropout_train_and_eval():
     ta.manual_seed(0)

@@ -1,6 +1,10 @@
 """Convolution, unfold / fold, pooling and batch norm (ops/conv.py, kernels/conv.py, nn/conv.py,
 nn/pooling.py, nn/normalization.py): hand-computed values, gradcheck in float64, PyTorch parity on
-random geometries, modules' state_dict and initialisation, and the errors."""
+random geometries, modules' state_dict and initialisation, and the errors.
+
+What holds: the values worked out by hand and PyTorch's on random geometries (strides, padding,
+dilation, groups, layouts), including an empty batch; gradients by finite differences; errors
+that name the op and the offending value."""
 import math
 
 import pytest
@@ -9,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 import tinyattn as ta
 import tinyattn.nn as nn
 import tinyattn.nn.functional as F
-from helpers import assert_close, make_tensor, seeds, to_torch
+from helpers import assert_close, check_value_and_dtype, make_tensor, seeds, to_torch
 from tinyattn.testing import gradcheck
 
 FEW = settings(max_examples=15, deadline=None)
@@ -97,6 +101,11 @@ def test_batch_norm_by_hand():
     bn.eval()
     assert_close(bn(x)[:, 0].flatten(), (ta.tensor([1., 3.]) - 0.2) / math.sqrt(1.1))
 
+
+
+def test_batch_norm_of_an_empty_batch_is_empty():
+    check_value_and_dtype("lib.nn.functional.batch_norm(lib.zeros(0, 3), lib.zeros(3), "
+                          "lib.ones(3), training=True)", [], "float32")
 
 # ---------------------------------------------------------------------------- gradients
 

@@ -1,5 +1,6 @@
 """scatter / scatter_add / scatter_reduce / index_add / index_fill (and their in-place forms),
-unique / unique_consecutive, atan / atan2, and F.pad's reflect / replicate / circular modes.
+unique / unique_consecutive, atan / atan2, F.pad (constant, reflect, replicate, circular; negative
+amounts crop) and F.one_hot.
 
 Hand-computed values (no torch needed), PyTorch's results where torch is installed, float64
 gradients by gradcheck, and the errors PyTorch raises (naming the op and the offending value)."""
@@ -132,6 +133,23 @@ def test_pad_modes_hand_computed():
     assert F.pad(ta.zeros(0, 2, 3), (1, 1), mode="reflect").shape == (0, 2, 5)
 
 
+
+@pytest.mark.parametrize("amounts", [(1, 2), (0, 0, 1, 0), (-1, 1), (2, -2, 1, 1)])
+def test_pad_values_and_gradient(amounts):
+    x = ta.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    y = F.pad(x, amounts, value=-1.0)
+    if amounts == (1, 2):   # by hand: -1 | row | -1 -1
+        assert y.tolist() == [[-1.0, 1.0, 2.0, 3.0, -1.0, -1.0], [-1.0, 4.0, 5.0, 6.0, -1.0, -1.0]]
+    assert gradcheck(lambda t: F.pad(t, amounts), (x.detach().double().requires_grad_(),))
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(x.tolist(), requires_grad=True)
+    z = torch.nn.functional.pad(t, amounts, value=-1.0)
+    assert y.tolist() == z.tolist()
+    w = [[float(i * 7 + j) for j in range(z.shape[1])] for i in range(z.shape[0])]
+    (y * ta.tensor(w)).sum().backward()
+    (z * torch.tensor(w)).sum().backward()
+    assert x.grad.tolist() == t.grad.tolist()
+
 # ------------------------------------------------------------------------ in place
 
 def test_inplace_forms_write_into_self_and_return_it():
@@ -263,6 +281,20 @@ def test_pad_errors_as_pytorch():
     with pytest.raises(ValueError, match="mode must be"):
         F.pad(x, (1, 0), mode="wrap")
 
+
+
+def test_pad_and_one_hot_errors_and_one_hot_values():
+    with pytest.raises(ValueError, match="pad: pad must be a tuple of an even number of ints"):
+        F.pad(ta.ones(2, 3), (1,))
+    assert F.pad(ta.tensor([[1.0, 2.0, 3.0]]), (1, 1), mode="reflect").tolist() == [[2, 1, 2, 3, 2]]
+    with pytest.raises(NotImplementedError, match="pad: mode 'reflect' pads the last 1, 2 or 3"):
+        F.pad(ta.ones(3), (1, 1), mode="reflect")
+    assert F.one_hot(ta.tensor([0, 2, 1])).tolist() == [[1, 0, 0], [0, 0, 1], [0, 1, 0]]
+    assert F.one_hot(ta.tensor([[3]]), 5).tolist() == [[[0, 0, 0, 1, 0]]]
+    with pytest.raises(ValueError, match="one_hot: class value 5 is out of range"):
+        F.one_hot(ta.tensor([5]), 3)
+    with pytest.raises(ValueError, match="one_hot: class values must be non-negative"):
+        F.one_hot(ta.tensor([-1]))
 
 # ------------------------------------------------------------------------ against PyTorch
 
