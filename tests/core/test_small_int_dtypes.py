@@ -276,9 +276,9 @@ def test_torch_tensor_with_a_number(number):
 # ------------------------------------------------------------------------------ masks
 
 
-def test_old_pytorch_masks():
+def test_uint8_masks_as_older_pytorch_code_builds_them():
     x = ta.tensor([[5, 0, 7], [0, 0, 2]])
-    pad_mask = (x != 0).to(ta.uint8)                       # old PyTorch's padding mask
+    pad_mask = (x != 0).to(ta.uint8)                       # older PyTorch code's padding mask
     assert pad_mask.dtype is ta.uint8 and pad_mask.tolist() == [[1, 0, 1], [0, 0, 1]]
     triu = ta.tensor([[0, 1, 1], [0, 0, 1], [0, 0, 0]]).to(ta.uint8)   # np.triu(...).astype
     allowed = triu == 0                                   # the comparison gives a bool mask

@@ -124,9 +124,9 @@ def _gone(pid):
 @two_cpus
 @pytest.mark.parametrize("how", ["exits", "is killed"])
 def test_the_helper_does_not_outlive_its_parent(tmp_path, how):
-    # The parent waits for a line before it exits (or sleeps): exiting at once, its atexit
-    # stopped the helper before this test had looked at it, and the check below failed when the
-    # test process was slow to run (CI, 2026-11-26).
+    # The parent waits for a line before it exits (or sleeps): exiting at once, its atexit would
+    # stop the helper before this test has looked at it, and the check below would fail whenever
+    # the test process is slow to run.
     code = ("import sys, time, tinyattn as ta\n"
             "from tinyattn.fast import ahead\n"
             "ta.randn(3)\n"                            # a first compile: the helper starts

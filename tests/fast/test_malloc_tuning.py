@@ -1,5 +1,7 @@
 """tinyattn keeps freed tensor memory for reuse on glibc (see tinyattn/fast/malloc.py): without it a
-training step spent ~40% of its non-matmul time in page faults."""
+training step spends a large part of its time outside matmul in page faults (measured:
+benchmarks/RESULTS.md, fast/malloc.py: the page faults). The tuning is on by default and
+TINYATTN_MALLOC_TUNING=0 turns it off."""
 import os
 import platform
 import subprocess

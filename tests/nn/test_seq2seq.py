@@ -124,9 +124,9 @@ def test_length_normalisation_prefers_longer_hypotheses():
 
 
 def test_beam_keeps_searching_while_a_live_hypothesis_beats_the_finished_ones():
-    # Regression: the search used to stop as soon as beam_size hypotheses had ended, even when
-    # those were unlikely early stops and a live hypothesis was far better, so beam search
-    # returned a worse (shorter) output than greedy.
+    # The search stops when no live hypothesis can beat the best finished one, not as soon as
+    # beam_size hypotheses have ended: those may be unlikely early stops while a live one is far
+    # better, and beam search would return a worse (shorter) output than greedy.
     # tokens: 0 = bos, 1 = eos, 2 = "a", 3 = "b". The state counts the tokens so far: the model
     # says "a" three times, then eos, and gives a stop at every step a small chance.
     def step(tokens, state):
@@ -139,7 +139,7 @@ def test_beam_keeps_searching_while_a_live_hypothesis_beats_the_finished_ones():
     greedy = beam_search(step, (ta.zeros(1, 1),), 0, 1, beam_size=1, max_len=8)
     best = beam_search(step, (ta.zeros(2, 1),), 0, 1, beam_size=2, max_len=8)
     assert greedy.tokens == [2, 2, 2]
-    assert best.tokens == [2, 2, 2]  # was [], the eos of step 1 (probability 0.06)
+    assert best.tokens == [2, 2, 2]  # not [], the eos of step 1 (probability 0.06)
     assert best.score == pytest.approx(3 * math.log(0.9) + math.log(0.9))
     # with length normalisation the bound divides by max_len ** alpha: same answer
     normed = beam_search(step, (ta.zeros(2, 1),), 0, 1, beam_size=2, max_len=8, alpha=1.0)

@@ -33,9 +33,9 @@ def _run(backend, q, k, v, **kw):
 
 
 def _agree(q, k, v, tol=None, **kw):
-    # float32: the 1e-5. A gradient that is 0 in exact arithmetic comes out as float32
+    # float32: agreement to 1e-5. A gradient that is 0 in exact arithmetic comes out as float32
     # rounding of a sum over the queries: dk of a single key (softmax of one score is 1, whatever
-    # the score) was 2.5e-6 for 15 queries, where the composed ops happen to cancel exactly.
+    # the score) is about 2.5e-6 for 15 queries, where the composed ops happen to cancel exactly.
     tol = tol or (dict(rtol=2e-5, atol=1e-5) if q.dtype == ta.float32 else
                   dict(rtol=1e-11, atol=1e-12))
     fused, composed = _run(FLASH, q, k, v, **kw), _run(MATH, q, k, v, **kw)

@@ -307,7 +307,7 @@ def test_activation_modules_match_pytorch_repr():
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-def test_regression_losses(reduction):
+def test_l1_smooth_l1_and_huber_losses(reduction):
     x, t = f64(3, 4, seed=1), ta.rand(3, 4, dtype=ta.float64, generator=ta.Generator(2))
     for name, kw in (("l1_loss", {}), ("smooth_l1_loss", {"beta": 0.5}),
                      ("huber_loss", {"delta": 0.7})):
