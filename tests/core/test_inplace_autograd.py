@@ -1,6 +1,11 @@
 """In-place changes inside the autograd graph, as PyTorch does them: recorded ops, version
 counters, edges bound when a node is made. Hand-computed values everywhere, and PyTorch beside
-them when it is installed."""
+them when it is installed.
+
+What holds: an in-place op gives the out-of-place op's gradient; a write of a value that needs a
+gradient (setitem) puts the written tensor in the graph, and a write of a constant (zero_, fill_,
+copy_) keeps it there with gradient 0 for what it overwrote; changing a value that backward still
+needs raises, as in PyTorch; a leaf that requires grad refuses in-place writes."""
 import pytest
 
 import tinyattn as ta

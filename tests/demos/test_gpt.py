@@ -1,4 +1,9 @@
-"""demos/gpt.py: the causal mask, the KV cache, sampling filters, weight tying, and its PyTorch twin."""
+"""demos/gpt.py: the causal mask, the KV cache, sampling filters, weight tying, and its PyTorch twin.
+
+What holds: a future token never changes an earlier logit; generating with the KV cache gives the
+full forward's logits and the same tokens; the context window is enforced; the filters keep the
+tokens worked out by hand; tied weights are one parameter; the PyTorch twin with the same weights
+has the same loss; and training repeats exactly and learns."""
 import math
 import sys
 from dataclasses import replace

@@ -1,9 +1,9 @@
 """The kernel decorators work on functions that have no source file (REPL, exec, the docs' snippets).
 
 numba's disk cache needs a file to store the compiled code next to; without one, numba's own
-`cache=True` raises "cannot cache function ...: no locator available" at decoration time. And `out_of_line()`
-keeps LLVM from inlining the function it is called in; `aligned_loop()` starts a loop at a 64-byte
-boundary."""
+`cache=True` raises "cannot cache function ...: no locator available" at decoration time. And
+`out_of_line()` keeps LLVM from inlining the function it is called in; `aligned_loop()` starts a
+loop at a 64-byte boundary."""
 from array import array
 
 import numba

@@ -1,5 +1,10 @@
 """The fast backend's thread pool (tinyattn/fast/threads.py, fast/jobs.py) and the thread count
-that tinyattn.set_num_threads gives it (tinyattn/backend.py)."""
+that tinyattn.set_num_threads gives it (tinyattn/backend.py).
+
+What holds: parallel_for runs every index exactly once, in nested and concurrent calls too, and
+re-raises a worker's exception; the workers survive exceptions and resizes, stop burning a core
+when idle, keep no reference to a finished job; the pool imports none of its clients; and the
+thread count takes and refuses what PyTorch's set_num_threads does."""
 
 import threading
 from array import array

@@ -1,5 +1,9 @@
 """scaled_dot_product_attention, the mask helpers, SelfAttention and MultiheadAttention.
 
+What holds: every mask convention means the same in the function that takes it; outputs, weights
+and gradients match PyTorch's (float64 and float32, grouped-query, random shapes) and finite
+differences; a fully masked query gets zero weights and finite gradients; errors name the problem.
+
 Parity tests build the same inputs (and the same weights, through load_state_dict) in PyTorch and
 compare outputs and gradients, with the non-uniform upstream gradient of ((out + 1) ** 2).mean().
 """

@@ -1,4 +1,8 @@
-"""clip_grad_norm_ / clip_grad_value_: hand-computed cases and PyTorch parity."""
+"""clip_grad_norm_ / clip_grad_value_: hand-computed cases and PyTorch parity.
+
+What holds: the total norm (p = 2, 1, inf) and the scaled gradients are the ones worked out by
+hand and PyTorch's; gradients under the limit and parameters without one are left alone; a
+non-finite norm raises when asked to."""
 import math
 
 import pytest

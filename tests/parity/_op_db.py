@@ -1,5 +1,5 @@
-"""The machinery of tests/test_op_db.py: PyTorch's own operator samples (OpInfo, shipped in the
-torch wheel as torch.testing._internal.common_methods_invocations.op_db) run through tinyattn.
+"""The machinery of tests/parity/test_op_db.py: PyTorch's own operator samples (OpInfo, shipped in
+the torch wheel as torch.testing._internal.common_methods_invocations.op_db) run through tinyattn.
 
 For every OpInfo whose function tinyattn has (same name: tinyattn.X, tinyattn.nn.functional.X,
 or the Tensor method), every sample input PyTorch generates for float32, float64, int64, int32,

@@ -1,4 +1,4 @@
-"""PyTorch's own operator samples, through tinyattn (tests/_op_db.py does the walking).
+"""PyTorch's own operator samples, through tinyattn (tests/parity/_op_db.py does the walking).
 
 Every OpInfo of torch's op_db whose function tinyattn has (about 175 names) is run on PyTorch's sample
 inputs for float32, float64, int64, int32, uint8 and bool, contiguous and as strided views; results
