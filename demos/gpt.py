@@ -30,7 +30,7 @@ cannot slide), the same rule with and without the cache.
 
 Writes runs/gpt/: loss.svg (training and validation loss), attention.svg (the last layer's heads
 on a line of the validation text), samples.txt, metrics.json, checkpoint.safetensors.
-Chapter 9 of the tour (docs/09-gpt.md) walks through the causal mask and the KV cache.
+Chapter 7 of the tour (docs/07-gpt.md) walks through the causal mask and the KV cache.
 `benchmarks/gpt_twin.py` trains the same model on the same batches with PyTorch.
 """
 import math

@@ -69,3 +69,7 @@ from .serialization import load, save
 __version__ = "0.1.0"
 from . import kernels, nn, optim, testing, utils  # noqa: E402
 from ._torch_names import as_torch  # noqa: E402
+
+# The backend switch, also where users of the kernels package look for it:
+# tinyattn.kernels.use("reference") is tinyattn.backend.use("reference").
+kernels.use, kernels.active = backend.use, backend.active

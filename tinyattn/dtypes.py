@@ -35,7 +35,7 @@ not native width:
 - the interpreted reference backend (NUMBA_DISABLE_JIT=1): storing 300 into a 'B' array raises OverflowError
   in Python, so wrapping must be an explicit step in any case; one conversion kernel written with
   `& 0xFF` / `& 0xFFFFFFFF` wraps the same way compiled and interpreted;
-- safety: the compiled entry points trust their buffers' typecode (kernels/jit.py by_typecode),
+- safety: the compiled entry points trust their buffers' typecode (fast/jit.py by_typecode),
   so fewer typecodes reaching arithmetic kernels means fewer ways to hand one the wrong buffer.
 
 Kernels that only move elements (copy, cat, index_select, gather, where, flip, ...) do run on 'B'

@@ -276,7 +276,9 @@ _ZERO_BUFFERS = _dt._ZERO  # dtype -> a 1-element zero buffer; `buf * n` makes n
 
 # ---------------------------------------------------------------------------- where buffers come from
 
-POISON = os.environ.get("TINYATTN_POISON", "0") not in ("", "0")
+# TINYATTN_RECYCLE=poison is the same switch under the name the buffer pool's users know.
+POISON = (os.environ.get("TINYATTN_POISON", "0") not in ("", "0")
+          or os.environ.get("TINYATTN_RECYCLE") == "poison")
 _POISON = {"f": math.nan, "d": math.nan, "B": 0xA5, "i": -0x5A5A5A5A,
            "q": -0x5A5A5A5A5A5A5A5A}
 

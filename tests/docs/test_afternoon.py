@@ -142,8 +142,9 @@ def test_the_skipped_plumbing_is_small():
 
 @pytest.fixture(scope="module")
 def ran():
-    env = dict(os.environ, TINYATTN_KERNELS="reference", NUMBA_DISABLE_JIT="1",
-               PYTHONPATH=str(ROOT))
+    # the library as a student runs it: no poisoned buffers (a test-only mode with code of its own)
+    env = {k: v for k, v in os.environ.items() if k not in ("TINYATTN_POISON", "TINYATTN_RECYCLE")}
+    env.update(TINYATTN_KERNELS="reference", NUMBA_DISABLE_JIT="1", PYTHONPATH=str(ROOT))
     out = subprocess.run([sys.executable, "-c", STEP, str(ROOT)], capture_output=True,
                          text=True, env=env, timeout=900)
     assert out.returncode == 0, out.stderr

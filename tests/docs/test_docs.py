@@ -1,8 +1,8 @@
 """Every fenced ```python block in README.md and docs/*.md runs, in order, file by file.
 
 Blocks of one file share a namespace (later blocks use earlier names), as a reader running the
-chapter top to bottom would. A block can opt out with a first line `# not run` (used for shell-like
-pseudo code); none of the chapters should need it."""
+chapter top to bottom would. A block can opt out with a first line `# not run`: pseudo code, or
+lines quoted from a demo that another test runs (docs/00-afternoon.md's training step)."""
 import pathlib
 import re
 

@@ -67,3 +67,21 @@ def test_the_reference_backend_never_imports_the_fast_package():
                          env=dict(os.environ, TINYATTN_KERNELS="reference"), timeout=600)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_the_switch_is_reachable_from_the_kernels_package_too():
+    import tinyattn as ta
+    assert ta.kernels.use is backend.use and ta.kernels.active is backend.active
+    with ta.kernels.use("reference"):
+        assert backend.active() == "reference"
+        assert backend.softmax.__name__ == "tinyattn.kernels.softmax"
+
+
+def test_poisoned_buffers_answer_to_both_switch_names():
+    code = "import tinyattn.storage as s; print(s.POISON)"
+    base = {k: v for k, v in os.environ.items() if k not in ("TINYATTN_POISON", "TINYATTN_RECYCLE")}
+    for env, expected in (({}, "False"), ({"TINYATTN_POISON": "1"}, "True"),
+                          ({"TINYATTN_RECYCLE": "poison"}, "True")):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=dict(base, **env), timeout=600)
+        assert out.stdout.strip() == expected, (env, out.stderr)

@@ -17,8 +17,8 @@ above with the means over those N*L values; with given (running) statistics, mea
 constants and dx = rstd * gy.
 
 Composed from primitives this is ~10 ops forward and ~20 backward, each a pass over the whole
-tensor; fused it is two loops over each row (or channel) each way. mean and rstd are float64
-buffers, kept by the op for the backward.
+tensor; fused it is a few loops over each row (or channel): the mean, the variance and the output
+forward, two backward. mean and rstd are float64 buffers, kept by the op for the backward.
 
 Chapter 5 of the tour (docs/05-transformer.md) walks through this file.
 """

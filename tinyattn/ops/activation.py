@@ -1,6 +1,6 @@
 """Activation functions composed of elementwise ops (F.silu, F.elu, ...): their gradients are
 autograd's, through the pieces. (relu, gelu, sigmoid and tanh have kernels of their own:
-ops/elementwise.py.)
+ops/unary.py.)
 
     silu(x)              x * sigmoid(x)
     leaky_relu(x, a)     x if x > 0 else a x
