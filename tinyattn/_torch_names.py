@@ -14,6 +14,7 @@ ALIASES = {
     "torch.optim": "optim",
     "torch.optim.lr_scheduler": "optim.lr_scheduler",
     "torch.autograd": "autograd",
+    "torch.serialization": "serialization",
     "torch.utils": "utils",
     "torch.utils.data": "utils.data",
     "torch.utils.data.dataloader": "utils.data",

@@ -1,4 +1,4 @@
-"""`save(obj, path)` and `load(path)` in the safetensors format: tensors and plain data, never pickle.
+"""`save(obj, path)` and `load(path)`: tensors and plain data as safetensors; other objects pickled.
 
 A safetensors file (https://github.com/huggingface/safetensors) is
 
@@ -19,13 +19,23 @@ tuples, ints, floats, strings, bools, None) as JSON in the metadata entry "tinya
 so that `load` rebuilds the same nested object. A flat dict of named tensors (a state_dict) is
 stored as plain safetensors, with no structure entry.
 
+Anything else (a whole module, an optimizer object, a dict with float keys, a list) is pickled,
+as torch.save does, after a line that marks the file as a tinyattn pickle. Loading a pickle can run
+any code the file names, so, as in PyTorch since 2.6, `load` refuses it unless asked: by default
+(`weights_only=True`) it unpickles only tensors, containers and plain values, and anything else
+raises PyTorch's explanation; `load(f, weights_only=False)` unpickles everything, for files you
+trust. `add_safe_globals` and `safe_globals` allow more classes, as in torch.serialization.
+
 Writes are atomic: the file is written to a temporary file in the same directory, then renamed
 over `path`, so a crash or an error never leaves a half-written checkpoint behind. Loading checks
 everything before trusting it and raises ValueError naming the file and the problem.
 """
+import contextlib
+import io
 import json
 import math
 import os
+import pickle
 import secrets
 import sys
 from array import array
@@ -47,6 +57,9 @@ _DTYPE = {code: dt for dt, code in _CODE.items()}
 _OTHER_SAFETENSORS_DTYPES = {"F16", "BF16", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3",
                              "F6_E3M2", "I8", "I16", "U16", "U32", "U64", "C64"}
 _BIG_ENDIAN = sys.byteorder == "big"
+# A pickled file starts with this line. Read as a safetensors header length, its first 8 bytes
+# are about 5e18, far beyond any file: the two formats cannot be mistaken for each other.
+_PICKLE_MAGIC = b"TINYATTN-PICKLE\n"
 
 
 # ============================================================================ save
@@ -54,28 +67,36 @@ _BIG_ENDIAN = sys.byteorder == "big"
 
 def save(obj, path, pickle_module=None, pickle_protocol=None,
          _use_new_zipfile_serialization=True, _disable_byteorder_record=False):
-    """Write `obj` to `path` (a file name, written atomically, or an open binary file object) as
-    a safetensors file. PyTorch's pickle arguments are accepted and ignored: tinyattn never
-    pickles.
+    """Write `obj` to `path` (a file name, written atomically, or an open binary file object).
 
-    obj: a dict. Values may be Tensors, nested dicts (keys str or int), lists, tuples, and plain
-    ints, floats, strings, bools and None. Tensors are stored as contiguous little-endian data;
-    parameters and views are saved as plain tensors of their current values."""
-    if not isinstance(obj, dict):
-        if hasattr(obj, "state_dict") and hasattr(obj, "parameters"):
-            raise TypeError(f"save: tinyattn saves tensors, not whole {type(obj).__name__} "
-                            f"objects (that would need pickle, which tinyattn never uses): save "
-                            f"model.state_dict() and load it into a model you build with "
-                            f"model.load_state_dict(tinyattn.load(path))")
-        raise TypeError(f"save: expected a dict (a state_dict or a checkpoint dict), got "
-                        f"{type(obj).__name__}")
-    tensors = {}
-    if _is_flat_state_dict(obj):
-        tensors = dict(obj)
-        structure = None
+    A dict of Tensors, nested dicts (keys str or int), lists, tuples, and plain ints, floats,
+    strings, bools and None -- a state_dict or a checkpoint -- is written as a safetensors file;
+    tensors as contiguous little-endian data, parameters and views as plain tensors of their
+    current values. Any other object is pickled (with `pickle_module` and `pickle_protocol` when
+    given), tensors in it by value; as in PyTorch, a tensor's graph and `.grad` are not saved."""
+    structure = tensors = None
+    if isinstance(obj, dict):
+        if _is_flat_state_dict(obj):
+            tensors = dict(obj)
+        else:
+            tensors = {}
+            try:
+                structure = _encode(obj, "", tensors)
+            except _NotPlain:
+                tensors = None
+    if tensors is None:
+        parts = [_PICKLE_MAGIC, _pickled(obj, pickle_module, pickle_protocol)]
     else:
-        structure = _encode(obj, "", tensors)
+        parts = _safetensors_parts(structure, tensors)
+    if hasattr(path, "write"):                       # torch.save(obj, f) with an open file
+        for part in parts:
+            path.write(part)
+        return
+    _atomic_write(path, parts)
 
+
+def _safetensors_parts(structure, tensors):
+    """The safetensors file as byte strings: header length, JSON header, the tensors' data."""
     header = {}
     if structure is not None:
         meta = {"format": _FORMAT_VERSION, "root": structure}
@@ -92,17 +113,16 @@ def save(obj, path, pickle_module=None, pickle_protocol=None,
             offset += len(data)
     head = json.dumps(header, separators=(",", ":")).encode("utf-8")
     head += b" " * (-len(head) % 8)  # pad with spaces so the data starts 8-byte aligned
-    parts = [len(head).to_bytes(8, "little"), head, *payloads]
-    if hasattr(path, "write"):                       # torch.save(obj, f) with an open file
-        for part in parts:
-            path.write(part)
-        return
-    _atomic_write(path, parts)
+    return [len(head).to_bytes(8, "little"), head, *payloads]
 
 
 def _is_flat_state_dict(obj):
     return all(isinstance(k, str) and isinstance(v, Tensor) for k, v in obj.items()) and \
         "__metadata__" not in obj
+
+
+class _NotPlain(Exception):
+    """A value that safetensors' JSON metadata cannot hold: the object is pickled instead."""
 
 
 def _encode(value, key, tensors):
@@ -128,13 +148,10 @@ def _encode(value, key, tensors):
         items = []
         for k, v in value.items():
             if isinstance(k, bool) or not isinstance(k, (str, int)):
-                raise TypeError(f"save: dict keys must be str or int, got {k!r} "
-                                f"({type(k).__name__}) at {key or 'the top level'!r}")
+                raise _NotPlain
             items.append([k, _encode(v, _join(key, k), tensors)])
         return {"dict": items}
-    raise TypeError(f"save: cannot store a {type(value).__name__} (at {key or 'the top level'!r}); "
-                    f"only Tensors, dicts, lists, tuples, ints, floats, strings, bools and None "
-                    f"(torch tensors: convert with tinyattn.tensor(t.tolist()))")
+    raise _NotPlain
 
 
 def _join(prefix, key):
@@ -190,25 +207,146 @@ def _fsync_directory(directory):
         os.close(fd)
 
 
+# ============================================================================ pickle
+
+
+def _pickled(obj, pickle_module, protocol):
+    """`obj` pickled, each Tensor (or subclass, such as nn.Parameter) by value: its class, its
+    elements as little-endian bytes, its dtype, shape and requires_grad."""
+    module = pickle_module or pickle
+
+    class Pickler(module.Pickler):
+        def reducer_override(self, value):
+            if isinstance(value, Tensor):
+                with no_grad():
+                    raw = bytes(_tensor_bytes(value))
+                return _rebuild_tensor, (type(value), raw, _CODE[value.dtype], tuple(value.shape),
+                                         value.requires_grad)
+            return NotImplemented
+
+    buf = io.BytesIO()
+    Pickler(buf, module.DEFAULT_PROTOCOL if protocol is None else protocol).dump(obj)
+    return buf.getvalue()
+
+
+def _rebuild_tensor(cls, raw, code, shape, requires_grad):
+    """The tensor `_pickled` stored; a subclass is rebuilt as cls(data, requires_grad), the
+    signature of nn.Parameter."""
+    dtype = _DTYPE[code]
+    data = array(dtype.typecode)
+    data.frombytes(raw)
+    if _BIG_ENDIAN:
+        data.byteswap()
+    t = _make(data, tuple(shape), dtype)
+    if cls is not Tensor:
+        return cls(t, requires_grad)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+# What `load` unpickles with weights_only=True: tensors, containers and plain values, as PyTorch's
+# weights-only unpickler; add_safe_globals and safe_globals add to it.
+_SAFE = {("tinyattn.serialization", "_rebuild_tensor"), ("tinyattn.tensor", "Tensor"),
+         ("tinyattn.nn.module", "Parameter"), ("collections", "OrderedDict"),
+         ("builtins", "set"), ("builtins", "frozenset"), ("builtins", "slice"),
+         ("builtins", "complex"), ("builtins", "bytearray"), ("builtins", "range")}
+_user_safe = {}
+
+
+def _global_name(obj):
+    if isinstance(obj, tuple):                       # (obj, "module.name"), as in PyTorch
+        obj, name = obj
+        module, _, qualname = name.rpartition(".")
+        return (module, qualname), obj
+    return (obj.__module__, obj.__qualname__), obj
+
+
+def add_safe_globals(safe_globals):
+    """Let load(weights_only=True) unpickle these classes and functions too (PyTorch's name)."""
+    for g in safe_globals:
+        key, obj = _global_name(g)
+        _user_safe[key] = obj
+
+
+def get_safe_globals():
+    return list(_user_safe.values())
+
+
+def clear_safe_globals():
+    _user_safe.clear()
+
+
+@contextlib.contextmanager
+def safe_globals(safe_globals):
+    """add_safe_globals inside a `with` block only."""
+    saved = dict(_user_safe)
+    add_safe_globals(safe_globals)
+    try:
+        yield
+    finally:
+        _user_safe.clear()
+        _user_safe.update(saved)
+
+
+class _WeightsUnpickler(pickle.Unpickler):
+    def find_class(self, module, name):
+        if (module, name) in _user_safe:
+            return _user_safe[module, name]
+        if (module, name) in _SAFE:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(_WEIGHTS_ONLY_HELP.format(name=f"{module}.{name}"))
+
+
+_WEIGHTS_ONLY_HELP = (
+    "Weights only load failed. This file can still be loaded, to do so you have two options, do "
+    "those steps only if you trust the source of the checkpoint.\n"
+    "\t(1) As in PyTorch 2.6 and later, `weights_only` defaults to True. Re-running `load` with "
+    "`weights_only` set to `False` will likely succeed, but it can result in arbitrary code "
+    "execution. Do it only if you got the file from a trusted source.\n"
+    "\t(2) Alternatively, to load with `weights_only=True` please check the recommended steps in "
+    "the following error message.\n"
+    "\tWeightsUnpickler error: Unsupported global: GLOBAL {name} was not an allowed global by "
+    "default. Please use `tinyattn.serialization.add_safe_globals([{name}])` or the "
+    "`tinyattn.serialization.safe_globals([{name}])` context manager to allowlist this global "
+    "if you trust this class/function.")
+
+
+def _unpickle(f, path, weights_only, pickle_module, pickle_load_args):
+    if weights_only is None:                 # PyTorch: an explicit pickle_module means a full load
+        weights_only = pickle_module is None
+    if weights_only and pickle_module is not None:
+        raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
+    try:
+        if weights_only:
+            return _WeightsUnpickler(f).load()
+        return (pickle_module or pickle).load(f, **pickle_load_args)
+    except (EOFError, pickle.UnpicklingError) as e:
+        if str(e).startswith("Weights only load failed"):
+            raise
+        raise ValueError(f"load: {path!r}: the pickled object is truncated or corrupt ({e})") from e
+
+
 # ============================================================================ load
 
 
 def load(path, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
          **pickle_load_args):
-    """Read a safetensors file written by `save` (or by the safetensors library): a file name
-    or an open binary file object.
+    """Read a file written by `save` (or a safetensors file of the safetensors library): a file
+    name or an open binary file object.
 
-    Returns the saved object: the nested checkpoint `save` was given, or, for a plain safetensors
-    file, a dict name -> Tensor in the order of the data. Raises ValueError naming the file and
-    the problem for anything that is not a valid safetensors file tinyattn can hold.
-    map_location may name the CPU (or map devices to it); weights_only is accepted with any
-    value: tinyattn's files hold only tensors and plain values, so loading one runs no code."""
+    A safetensors file gives back the nested checkpoint `save` was given, or, for a plain
+    safetensors file, a dict name -> Tensor in the order of the data; this runs no code, whatever
+    `weights_only` says. A pickled object is unpickled as in PyTorch: with weights_only=True (the
+    default, unless `pickle_module` is given) only tensors, containers and plain values, and
+    pickle.UnpicklingError with PyTorch's explanation for anything else (a module, say); with
+    weights_only=False, everything. Anything that is not a valid file raises ValueError naming
+    the file and the problem. map_location may name the CPU (or map devices to it)."""
     _check_map_location(map_location)
     if hasattr(path, "read"):                        # torch.load(f) with an open file
-        return _load_from(path, getattr(path, "name", "<file object>"))
+        return _load_from(path, getattr(path, "name", "<file object>"), weights_only,
+                          pickle_module, pickle_load_args)
     path = os.fspath(path)
     with open(path, "rb") as f:
-        return _load_from(f, path)
+        return _load_from(f, path, weights_only, pickle_module, pickle_load_args)
 
 
 def _check_map_location(map_location):
@@ -219,10 +357,13 @@ def _check_map_location(map_location):
         check(target, "load(map_location=...)")
 
 
-def _load_from(f, path):
+def _load_from(f, path, weights_only=None, pickle_module=None, pickle_load_args=None):
     base = f.tell()                   # a file object may hold the checkpoint after other data
     f.seek(0, 2)
     size = f.tell() - base
+    f.seek(base)
+    if f.read(len(_PICKLE_MAGIC)) == _PICKLE_MAGIC:
+        return _unpickle(f, path, weights_only, pickle_module, pickle_load_args or {})
     f.seek(base)
     head = f.read(8)
     if len(head) < 8:
@@ -231,8 +372,8 @@ def _load_from(f, path):
     n = int.from_bytes(head, "little")
     if n > size - 8 and (head.startswith(b"PK\x03\x04") or head[:1] == b"\x80"):
         raise ValueError(f"load: {path!r} looks like a torch.save (zip / pickle) file, not a "
-                         f"safetensors file; tinyattn never unpickles files. Convert it with "
-                         f"safetensors.torch.save_file(torch.load(...), ...)")
+                         f"file of tinyattn.save; tinyattn does not read PyTorch's format. "
+                         f"Convert it with safetensors.torch.save_file(torch.load(...), ...)")
     if n > size - 8:
         raise ValueError(f"load: {path!r} is not a valid safetensors file: the header length "
                          f"{n} is beyond the end of the file ({size} bytes); the file is "

@@ -43,7 +43,8 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
     def __reduce_ex__(self, protocol):
-        raise TypeError("tinyattn never pickles tensors; use tinyattn.save / tinyattn.load")
+        raise TypeError("pickle a Parameter with tinyattn.save, which stores tensors by value "
+                        "(and load it with tinyattn.load)")
 
     def __deepcopy__(self, memo):
         # copy.deepcopy(module) is how PyTorch clones layers (TransformerEncoder's N copies of one
