@@ -202,3 +202,34 @@ def test_repr_looks_like_pytorch():
     big = repr(ta.zeros(100, 100))
     assert "..." in big and big.count("\n") < 10
     assert "nan" in repr(ta.tensor([math.nan, 1.5]))
+
+
+@pytest.mark.parametrize("shape, index, value_shape", [
+    ((3, 10), 0, (1, 10)), ((3, 10), 0, (1, 1, 10)), ((3, 10), slice(0, 2), (1, 2, 10)),
+    ((10,), slice(None), (1, 10)), ((3, 10), (slice(None), 0), (1, 3)), ((3,), 1, (1, 1, 1)),
+])
+def test_setitem_drops_a_values_leading_size_one_dims(shape, index, value_shape):
+    n = 1
+    for d in value_shape:
+        n *= d
+    x = ta.zeros(*shape)
+    v = ta.arange(1.0, n + 1).reshape(value_shape).requires_grad_()
+    x[index] = v                         # a (1, E) row into an (E,) slot, as PyTorch allows
+    expected = ta.zeros(*shape)
+    expected[index] = v.detach().reshape(-1).reshape(expected[index].shape)
+    assert x.tolist() == expected.tolist()
+    (x * ta.arange(float(x.numel())).reshape(shape)).sum().backward()
+    weights = ta.arange(float(x.numel())).reshape(shape)[index]
+    assert v.grad.shape == v.shape and v.grad.reshape(-1).tolist() == weights.reshape(-1).tolist()
+    torch = pytest.importorskip("torch")
+    t = torch.zeros(*shape)
+    t[index] = torch.arange(1.0, n + 1).reshape(value_shape)
+    assert x.tolist() == t.tolist()
+
+
+def test_setitem_refuses_a_value_that_does_not_broadcast_to_the_region():
+    x = ta.zeros(3, 10)
+    for bad in ((2, 10), (10, 1)):
+        with pytest.raises(ValueError, match=r"setitem: a value of shape \(\d+, \d+\)"):
+            x[0] = ta.ones(*bad)
+    assert x.tolist() == ta.zeros(3, 10).tolist()

@@ -386,6 +386,13 @@ def setitem(x, index, value):
         if isinstance(it, Tensor) and it.dtype is _dt.uint8:
             raise TypeError("setitem: a uint8 tensor as a mask is refused, as in PyTorch 2.x "
                             "(masked_fill_ only supports boolean masks); use mask.bool()")
+    if isinstance(value, Tensor) and value.ndim and value.shape[0] == 1:
+        # PyTorch drops a value's leading size-1 dims before broadcasting it to the region, so a
+        # (1, E) row fits an (E,) slot; broadcasting then puts back any the region has.
+        lead = 0
+        while lead < value.ndim and value.shape[lead] == 1:
+            lead += 1
+        value = reshape(value, value.shape[lead:])
     record = recorded(x, "setitem", value)
     _write(x, index, value)
     bump_version(x, record)
