@@ -174,3 +174,112 @@ def test_as_torch_name_torch_nn_utils_rnn():
     assert _torch_names.ALIASES["torch.nn.utils.rnn"] == "nn.utils.rnn"
     assert nn.utils.rnn.pack_padded_sequence is R.pack_padded_sequence
     assert nn.utils.clip_grad_norm_ is nn.utils.clip_grad.clip_grad_norm_
+
+
+# ----------------------------------------------------------------------------- through RNNs
+
+def _state_of(cls, h):
+    return (h, h * 0.5) if cls == "LSTM" else h
+
+
+def _h(cls, state):
+    return state[0] + state[1] * state[1] if cls == "LSTM" else state
+
+
+@pytest.mark.parametrize("cls", ["RNN", "GRU", "LSTM"])
+@pytest.mark.parametrize("kw", [dict(), dict(bidirectional=True, num_layers=2)])
+def test_packed_rnn_equals_each_sequence_alone(cls, kw):
+    """Without PyTorch: a sequence's rows in the packed output, and its h_n, are what running it
+    alone (unpadded) gives; gradients too."""
+    ta.manual_seed(5)
+    m = getattr(nn, cls)(2, 3, **kw).double()
+    D, L = (2, 2) if kw else (1, 1)
+    lens = [2, 4, 1]
+    x = ta.randn(4, 3, 2, dtype="float64", requires_grad=True)
+    h0 = ta.randn(L * D, 3, 3, dtype="float64", requires_grad=True)
+    out, hn = m(R.pack_padded_sequence(x, lens, enforce_sorted=False), _state_of(cls, h0))
+    padded, got_lens = R.pad_packed_sequence(out)
+    assert got_lens.tolist() == lens and isinstance(out, R.PackedSequence)
+    w = ta.randn(*padded.shape, dtype="float64")
+    ((padded * w).sum() + (_h(cls, hn) ** 2).sum()).backward()
+    for b, n in enumerate(lens):
+        xb = x.detach()[:n, b:b + 1].clone().requires_grad_()
+        hb = h0.detach()[:, b:b + 1].clone().requires_grad_()
+        ob, hnb = m(xb, _state_of(cls, hb))
+        assert maxdiff(padded[:n, b:b + 1], ob) < 1e-12
+        assert all(v == 0.0 for v in padded[n:, b].reshape(-1).tolist())
+        assert maxdiff(_h(cls, hn)[:, b:b + 1], _h(cls, hnb)) < 1e-12
+        ((ob * w[:n, b:b + 1]).sum() + (_h(cls, hnb) ** 2).sum()).backward()
+        assert maxdiff(x.grad[:n, b:b + 1], xb.grad) < 1e-12
+        assert maxdiff(h0.grad[:, b:b + 1], hb.grad) < 1e-12
+
+
+@pytest.mark.parametrize("cls", ["RNN", "GRU", "LSTM"])
+def test_gradcheck_packed_rnn(cls):
+    ta.manual_seed(6)
+    m = getattr(nn, cls)(2, 2, bidirectional=True).double()
+    x = ta.randn(3, 3, 2, dtype="float64", requires_grad=True)
+    h0 = ta.randn(2, 3, 2, dtype="float64", requires_grad=True)
+
+    def f(x, h0, *params):
+        out, hn = m(R.pack_padded_sequence(x, [2, 3, 1], enforce_sorted=False),
+                    _state_of(cls, h0))
+        return R.pad_packed_sequence(out)[0], _h(cls, hn)
+    assert gradcheck(f, (x, h0, *m.parameters()))
+
+
+def test_packed_rnn_errors():
+    g = nn.GRU(2, 3)
+    p = R.pack_padded_sequence(ta.randn(4, 3, 2), [4, 2, 1])
+    with pytest.raises(ValueError, match="carries its own lengths"):
+        g(p, lengths=[4, 2, 1])
+    with pytest.raises(ValueError, match=r"hx must have shape \(1, 3, 3\)"):
+        g(p, ta.zeros(1, 2, 3))
+    with pytest.raises(RuntimeError, match="input must have 2 dimensions, got 3"):
+        nn.LSTM(2, 3)(R.PackedSequence(ta.randn(7, 1, 2), p.batch_sizes))
+    with pytest.raises(ValueError, match="input_size=2"):
+        nn.RNN(2, 3)(R.PackedSequence(ta.randn(7, 5), p.batch_sizes))
+
+
+@pytest.mark.parametrize("cls", ["RNN", "GRU", "LSTM"])
+@pytest.mark.parametrize("seed", range(4))
+def test_packed_rnn_matches_torch(cls, seed):
+    torch = pytest.importorskip("torch")
+    from torch.nn.utils import rnn as TR
+    rng = random.Random(seed)
+    kw = dict(num_layers=rng.choice([1, 2]), bidirectional=rng.random() < 0.5,
+              batch_first=rng.random() < 0.5, bias=rng.random() < 0.8)
+    enforce_sorted, with_hx = rng.random() < 0.5, rng.random() < 0.7
+    B, T, I, H = rng.randint(1, 4), rng.randint(1, 5), 3, 4
+    lens = [rng.randint(1, T) for _ in range(B)]
+    if enforce_sorted:
+        lens.sort(reverse=True)
+    torch.manual_seed(seed)
+    tm = getattr(torch.nn, cls)(I, H, **kw)
+    m = getattr(nn, cls)(I, H, **kw)
+    m.load_state_dict(tm.state_dict())
+    x = torch.randn(B, T, I) if kw["batch_first"] else torch.randn(T, B, I)
+    D = 2 if kw["bidirectional"] else 1
+    h0 = torch.randn(kw["num_layers"] * D, B, H)
+    xt, ht = x.clone().requires_grad_(), h0.clone().requires_grad_()
+    xa, ha = _to_ta(x, True), _to_ta(h0, True)
+    po, hn = tm(TR.pack_padded_sequence(xt, lens, kw["batch_first"], enforce_sorted),
+                _state_of(cls, ht) if with_hx else None)
+    qo, hna = m(R.pack_padded_sequence(xa, lens, kw["batch_first"], enforce_sorted),
+                _state_of(cls, ha) if with_hx else None)
+    assert qo.batch_sizes.tolist() == po.batch_sizes.tolist()
+    assert (qo.unsorted_indices is None) == (po.unsorted_indices is None)
+    (((po.data + 1) ** 2).mean() + (_h(cls, hn) ** 3).sum()).backward()
+    (((qo.data + 1) ** 2).mean() + (_h(cls, hna) ** 3).sum()).backward()
+
+    def close(a, b):
+        return maxdiff(a, b) <= 1e-5 * (1 + max((abs(v) for v in b.reshape(-1).tolist()),
+                                                default=0.0))
+    assert close(qo.data, po.data.detach())
+    assert close(_h(cls, hna), _h(cls, hn).detach())
+    assert close(xa.grad, xt.grad)
+    if with_hx:
+        assert close(ha.grad, ht.grad)
+    tp = dict(tm.named_parameters())
+    for name, p in m.named_parameters():
+        assert close(p.grad, tp[name].grad), name
