@@ -1,8 +1,11 @@
-"""GRUCell and GRU: gradcheck in float64, parity with torch.nn.GRU / GRUCell, the lengths= extension.
+"""GRUCell and GRU: gradcheck in float64, parity with torch.nn.GRU / GRUCell, the lengths= extension;
+the RNN family's _flat_weights; LSTM(proj_size=).
 
 What holds: the values worked out by hand and PyTorch's (packed sequences for lengths=); with
 lengths=, each sequence gets what running it alone gives; a long sequence's backward needs no
-recursion; the fast and reference sequence kernels agree."""
+recursion; the fast and reference sequence kernels agree; _flat_weights_names / _flat_weights are
+PyTorch's names and the module's current parameters; LSTM with proj_size has PyTorch's
+parameters, values and gradients."""
 import math
 
 import pytest
@@ -285,3 +288,41 @@ def test_sequence_kernels_fast_against_reference(monkeypatch, typecode, B, rever
     for name, got, want in zip(("hs", "ws", "dgi", "dgh", "carry", "m"), *results):
         worst = max(abs(x - y) for x, y in zip(got, want))
         assert worst <= tol * (1 + max(abs(y) for y in want)), (name, worst)
+
+
+# ----------------------------------------------------------------------------- flat weights
+
+def test_flat_weights_names_in_pytorch_order():
+    g = nn.GRU(3, 2, num_layers=2, bidirectional=True)
+    assert g._flat_weights_names == [
+        f"{w}_l{k}{s}" for k in range(2) for s in ("", "_reverse")
+        for w in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+    assert g._all_weights[1] == ["weight_ih_l0_reverse", "weight_hh_l0_reverse",
+                                 "bias_ih_l0_reverse", "bias_hh_l0_reverse"]
+    assert nn.RNN(3, 2, bias=False)._flat_weights_names == ["weight_ih_l0", "weight_hh_l0"]
+    assert nn.LSTM(3, 4, proj_size=2)._flat_weights_names == [
+        "weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0", "weight_hr_l0"]
+
+
+def test_flat_weights_are_the_current_parameters():
+    lstm = nn.LSTM(3, 2, num_layers=2)
+    assert all(w is getattr(lstm, n)
+               for n, w in zip(lstm._flat_weights_names, lstm._flat_weights))
+    lstm = lstm.double()                         # new parameters: the list follows them
+    assert lstm._flat_weights[0] is lstm.weight_ih_l0 and lstm._flat_weights[0].dtype is ta.float64
+    replacement = nn.Parameter(ta.zeros(8, 2, dtype="float64"))
+    lstm.weight_hh_l1 = replacement              # what weight-drop wrappers do
+    assert lstm._flat_weights[lstm._flat_weights_names.index("weight_hh_l1")] is replacement
+    assert [len(w) for w in lstm.all_weights] == [4, 4]
+    assert lstm.all_weights[1][1] is replacement
+
+
+def test_flat_weights_names_match_torch():
+    torch = pytest.importorskip("torch")
+    for cls, kw in [("GRU", dict(num_layers=2, bidirectional=True)), ("RNN", dict(bias=False)),
+                    ("LSTM", dict(num_layers=2, bidirectional=True, proj_size=2))]:
+        tm, m = getattr(torch.nn, cls)(3, 4, **kw), getattr(nn, cls)(3, 4, **kw)
+        assert m._flat_weights_names == tm._flat_weights_names
+        assert m._all_weights == tm._all_weights
+        assert [tuple(w.shape) for w in m._flat_weights] == [
+            tuple(w.shape) for w in tm._flat_weights]
