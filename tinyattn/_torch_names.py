@@ -9,6 +9,8 @@ ALIASES = {
     "torch.nn.functional": "nn.functional",
     "torch.nn.init": "nn.init",
     "torch.nn.utils": "nn.utils",
+    "torch.nn.utils.rnn": "nn.utils.rnn",
+    "torch.nn.utils.clip_grad": "nn.utils.clip_grad",
     "torch.nn.parameter": "nn",
     "torch.nn.modules": "nn",
     "torch.optim": "optim",

@@ -1,8 +1,11 @@
-"""GRUCell and GRU: gradcheck in float64, parity with torch.nn.GRU / GRUCell, the lengths= extension.
+"""GRUCell and GRU: gradcheck in float64, parity with torch.nn.GRU / GRUCell, the lengths= extension;
+the RNN family's _flat_weights; LSTM(proj_size=).
 
 What holds: the values worked out by hand and PyTorch's (packed sequences for lengths=); with
 lengths=, each sequence gets what running it alone gives; a long sequence's backward needs no
-recursion; the fast and reference sequence kernels agree."""
+recursion; the fast and reference sequence kernels agree; _flat_weights_names / _flat_weights are
+PyTorch's names and the module's current parameters; LSTM with proj_size has PyTorch's
+parameters, values and gradients."""
 import math
 
 import pytest
@@ -285,3 +288,133 @@ def test_sequence_kernels_fast_against_reference(monkeypatch, typecode, B, rever
     for name, got, want in zip(("hs", "ws", "dgi", "dgh", "carry", "m"), *results):
         worst = max(abs(x - y) for x, y in zip(got, want))
         assert worst <= tol * (1 + max(abs(y) for y in want)), (name, worst)
+
+
+# ----------------------------------------------------------------------------- flat weights
+
+def test_flat_weights_names_in_pytorch_order():
+    g = nn.GRU(3, 2, num_layers=2, bidirectional=True)
+    assert g._flat_weights_names == [
+        f"{w}_l{k}{s}" for k in range(2) for s in ("", "_reverse")
+        for w in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+    assert g._all_weights[1] == ["weight_ih_l0_reverse", "weight_hh_l0_reverse",
+                                 "bias_ih_l0_reverse", "bias_hh_l0_reverse"]
+    assert nn.RNN(3, 2, bias=False)._flat_weights_names == ["weight_ih_l0", "weight_hh_l0"]
+    assert nn.LSTM(3, 4, proj_size=2)._flat_weights_names == [
+        "weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0", "weight_hr_l0"]
+
+
+def test_flat_weights_are_the_current_parameters():
+    lstm = nn.LSTM(3, 2, num_layers=2)
+    assert all(w is getattr(lstm, n)
+               for n, w in zip(lstm._flat_weights_names, lstm._flat_weights))
+    lstm = lstm.double()                         # new parameters: the list follows them
+    assert lstm._flat_weights[0] is lstm.weight_ih_l0 and lstm._flat_weights[0].dtype is ta.float64
+    replacement = nn.Parameter(ta.zeros(8, 2, dtype="float64"))
+    lstm.weight_hh_l1 = replacement              # what weight-drop wrappers do
+    assert lstm._flat_weights[lstm._flat_weights_names.index("weight_hh_l1")] is replacement
+    assert [len(w) for w in lstm.all_weights] == [4, 4]
+    assert lstm.all_weights[1][1] is replacement
+
+
+def test_flat_weights_names_match_torch():
+    torch = pytest.importorskip("torch")
+    for cls, kw in [("GRU", dict(num_layers=2, bidirectional=True)), ("RNN", dict(bias=False)),
+                    ("LSTM", dict(num_layers=2, bidirectional=True, proj_size=2))]:
+        tm, m = getattr(torch.nn, cls)(3, 4, **kw), getattr(nn, cls)(3, 4, **kw)
+        assert m._flat_weights_names == tm._flat_weights_names
+        assert m._all_weights == tm._all_weights
+        assert [tuple(w.shape) for w in m._flat_weights] == [
+            tuple(w.shape) for w in tm._flat_weights]
+
+
+# ----------------------------------------------------------------------------- LSTM proj_size
+
+def test_lstm_proj_size_parameters_and_shapes():
+    m = nn.LSTM(3, 4, num_layers=2, bidirectional=True, proj_size=2)
+    shapes = {k: tuple(v.shape) for k, v in m.state_dict().items()}
+    assert shapes["weight_ih_l0"] == (16, 3) and shapes["weight_hh_l0"] == (16, 2)
+    assert shapes["weight_hr_l0"] == (2, 4) and shapes["weight_hr_l1_reverse"] == (2, 4)
+    assert shapes["weight_ih_l1"] == (16, 4)    # the layer below gives D * proj_size features
+    out, (h, c) = m(ta.randn(5, 3, 3))
+    assert out.shape == (5, 3, 4) and h.shape == (4, 3, 2) and c.shape == (4, 3, 4)
+    out, (h, c) = m(ta.randn(5, 3))              # unbatched
+    assert out.shape == (5, 4) and h.shape == (4, 2) and c.shape == (4, 4)
+    assert "proj_size=2" in repr(m)
+    with pytest.raises(ValueError, match=r"h_0 must have shape \(4, 3, 2\)"):
+        m(ta.randn(5, 3, 3), (ta.zeros(4, 3, 4), ta.zeros(4, 3, 4)))
+
+
+def test_lstm_proj_size_errors_as_pytorch():
+    with pytest.raises(ValueError, match="proj_size should be a positive integer or zero"):
+        nn.LSTM(3, 4, proj_size=-1)
+    with pytest.raises(ValueError, match="proj_size has to be smaller than hidden_size"):
+        nn.LSTM(3, 4, proj_size=4)
+    with pytest.raises(TypeError, match="proj_size must be an int"):
+        nn.LSTM(3, 4, proj_size=2.5)
+
+
+def test_lstm_proj_size_hand_computed():
+    # I = 1, H = 2, P = 1, every weight 0.5, biases 0, x = 1, zero state: all gates are 0.5,
+    # c = s * tanh(0.5), h = 0.5 * 2 * s * tanh(c) with s = sigmoid(0.5).
+    m = nn.LSTM(1, 2, proj_size=1).double()
+    with ta.no_grad():
+        for p in m.parameters():
+            p.fill_(0.5)
+        m.bias_ih_l0.fill_(0.0)
+        m.bias_hh_l0.fill_(0.0)
+    out, (h, c) = m(ta.ones(1, 1, 1, dtype="float64"))
+    s = 1 / (1 + math.exp(-0.5))
+    c_want = s * math.tanh(0.5)
+    assert abs(c.reshape(-1).tolist()[0] - c_want) < 1e-12
+    assert abs(h.item() - s * math.tanh(c_want)) < 1e-12 and out.item() == h.item()
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(bidirectional=True, num_layers=2)])
+def test_gradcheck_lstm_proj_size(kw):
+    ta.manual_seed(7)
+    m = nn.LSTM(2, 3, proj_size=2, **kw).double()
+    D, L = (2, 2) if kw else (1, 1)
+    x = ta.randn(3, 2, 2, dtype="float64", requires_grad=True)
+    h0 = ta.randn(L * D, 2, 2, dtype="float64", requires_grad=True)
+    c0 = ta.randn(L * D, 2, 3, dtype="float64", requires_grad=True)
+
+    def f(x, h0, c0, *params):
+        out, (h, c) = m(x, (h0, c0))
+        return out, h, c
+    assert gradcheck(f, (x, h0, c0, *m.parameters()))
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(num_layers=2, bidirectional=True),
+                                dict(batch_first=True, bias=False)])
+@pytest.mark.parametrize("packed", [False, True])
+def test_lstm_proj_size_matches_torch(kw, packed):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(2)
+    tm = torch.nn.LSTM(5, 4, proj_size=3, **kw)
+    m = nn.LSTM(5, 4, proj_size=3, **kw)
+    m.load_state_dict(tm.state_dict())
+    T, B = 6, 3
+    bf = kw.get("batch_first", False)
+    x = torch.randn(B, T, 5) if bf else torch.randn(T, B, 5)
+    D, L = (2 if kw.get("bidirectional") else 1), kw.get("num_layers", 1)
+    h0, c0 = torch.randn(L * D, B, 3), torch.randn(L * D, B, 4)
+    xt, ht, ct = (t.clone().requires_grad_() for t in (x, h0, c0))
+    xa, ha, ca = (_to_ta(t, True) for t in (x, h0, c0))
+    if packed:
+        pack = torch.nn.utils.rnn.pack_padded_sequence
+        o, (hn, cn) = tm(pack(xt, [3, 6, 1], bf, enforce_sorted=False), (ht, ct))
+        oa, (hna, cna) = m(nn.utils.rnn.pack_padded_sequence(xa, [3, 6, 1], bf, False),
+                           (ha, ca))
+        o, oa = o.data, oa.data
+    else:
+        o, (hn, cn) = tm(xt, (ht, ct))
+        oa, (hna, cna) = m(xa, (ha, ca))
+    (((o + 1) ** 2).mean() + (hn ** 3).sum() + (cn ** 2).sum()).backward()
+    (((oa + 1) ** 2).mean() + (hna ** 3).sum() + (cna ** 2).sum()).backward()
+    for mine, theirs in ((oa, o), (hna, hn), (cna, cn), (xa.grad, xt.grad), (ha.grad, ht.grad),
+                         (ca.grad, ct.grad)):
+        assert maxdiff(mine, theirs.detach()) < 1e-5
+    tp = dict(tm.named_parameters())
+    for name, p in m.named_parameters():
+        assert maxdiff(p.grad, tp[name].grad) < 1e-5, name

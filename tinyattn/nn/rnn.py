@@ -17,8 +17,10 @@ How it is made fast. An RNN at demo sizes is bound by per-op overhead, not arith
 `GRUCell` (one step, used by decoders that need something between steps, like attention) is one
 node too, ops/rnn.py's `GRUCell`: its two matmuls and the fused kernel, and their gradients.
 
-Variable-length batches (beyond PyTorch, which uses packed sequences for this): `GRU.forward(...,
-lengths=)` takes a padded batch and the true length of each sequence. A sequence's state stops
+Packed sequences (nn.utils.rnn.PackedSequence), as PyTorch: `GRU` takes one and returns one.
+They are unpacked into a padded batch in sorted order, run with lengths= (below) and packed again;
+h_0 and h_n are in the caller's batch order. Beyond PyTorch, `GRU.forward(..., lengths=)` takes
+a padded batch and the true length of each sequence directly. A sequence's state stops
 changing after its last token, outputs past it are zero, and the reverse direction starts at each
 sequence's own last token; so `h_n` is the state at the true end, in both directions, exactly as
 running every sequence alone would give.
@@ -33,11 +35,62 @@ from ..ops.rnn import bi_gru_sequence, gru_cell, gru_sequence
 from ..tensor import Tensor
 from ..ops.arithmetic import mul
 from ..ops.layout import contiguous, reshape, squeeze, stack, transpose, unsqueeze
+from ..ops.indexing import index_select
 from ..ops.matmul import matmul
 from . import functional as F
 from . import init
 from .module import Module, Parameter
+from .utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
+
+
+class RNNBase(Module):
+    """What GRU, LSTM and RNN share beyond their equations: PyTorch's lists of weight names,
+    `_flat_weights_names` (every weight, layer by layer, direction by direction: weight_ih,
+    weight_hh, bias_ih, bias_hh, weight_hr) and `_all_weights` (the same, one list per layer and
+    direction), `_flat_weights` and `all_weights` (the Parameters they name, read when asked, so
+    a weight replaced by setattr is seen), and packed-sequence plumbing."""
+
+    def _set_weight_names(self, proj=False):
+        names = []
+        for k in range(self.num_layers):
+            for suffix in ("", "_reverse")[:2 if self.bidirectional else 1]:
+                w = [f"weight_ih_l{k}{suffix}", f"weight_hh_l{k}{suffix}"]
+                if self.bias:
+                    w += [f"bias_ih_l{k}{suffix}", f"bias_hh_l{k}{suffix}"]
+                if proj:
+                    w += [f"weight_hr_l{k}{suffix}"]
+                names.append(w)
+        self._all_weights = names
+        self._flat_weights_names = [n for w in names for n in w]
+
+    @property
+    def _flat_weights(self):
+        return [getattr(self, n) if hasattr(self, n) else None for n in self._flat_weights_names]
+
+    @property
+    def all_weights(self):
+        return [[getattr(self, n) for n in w] for w in self._all_weights]
+
+    def flatten_parameters(self):
+        """PyTorch's cuDNN layout call: nothing to do on the CPU."""
+
+    def _packed_data(self, packed):
+        """A PackedSequence's data (N, input_size) and batch sizes, checked."""
+        data = packed.data
+        if not isinstance(data, Tensor) or data.ndim != 2:
+            raise RuntimeError(f"{type(self).__name__}: input must have 2 dimensions, got "
+                               f"{data.ndim if isinstance(data, Tensor) else data!r} (a "
+                               f"PackedSequence's data is (sum of lengths, input_size))")
+        if data.shape[1] != self.input_size:
+            raise ValueError(f"{type(self).__name__}: input has {data.shape[1]} features (shape "
+                             f"{tuple(data.shape)}), expected input_size={self.input_size}")
+        return data, [int(n) for n in packed.batch_sizes.tolist()]
+
+
+def _permute_batch(state, indices):
+    """state (L*D, B, H) with its batch reordered by indices (None: unchanged)."""
+    return state if indices is None or state is None else index_select(state, 1, indices)
 
 
 def _gru_init(module, hidden_size):
@@ -96,7 +149,7 @@ class GRUCell(Module):
         return f"{self.input_size}, {self.hidden_size}" + ("" if self.bias else ", bias=False")
 
 
-class GRU(Module):
+class GRU(RNNBase):
     """A multi-layer, optionally bidirectional GRU over whole sequences.
 
     input (T, B, I), or (B, T, I) with batch_first=True, or unbatched (T, I);
@@ -110,8 +163,11 @@ class GRU(Module):
 
     `dropout` is applied to the outputs of every layer but the last, in training mode.
 
+    input may be a PackedSequence (then output is one too, and hx / h_n are (num_layers * D, B, H)
+    in the caller's batch order): see the module docstring.
+
     Extension (keyword-only): lengths=(B,) ints or int64 tensor, the true length of each padded
-    sequence (0 <= length <= T): see the module docstring. Replaces PyTorch's packed sequences."""
+    sequence (0 <= length <= T): see the module docstring."""
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, device=None, dtype=None):
@@ -139,6 +195,7 @@ class GRU(Module):
                 if bias:
                     setattr(self, f"bias_ih_l{k}{suffix}", Parameter(empty(3 * H, dtype=dtype)))
                     setattr(self, f"bias_hh_l{k}{suffix}", Parameter(empty(3 * H, dtype=dtype)))
+        self._set_weight_names()
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -150,8 +207,8 @@ class GRU(Module):
                 get(f"bias_ih_l{k}{suffix}"), get(f"bias_hh_l{k}{suffix}"))
 
     def forward(self, input, hx=None, *, lengths=None):  # noqa: A002
-        D = 2 if self.bidirectional else 1
-        H = self.hidden_size
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx, lengths)
         if not isinstance(input, Tensor) or input.ndim not in (2, 3):
             raise ValueError(f"GRU: expected a 3-D (batched) or 2-D (unbatched) input, got "
                              f"{tuple(input.shape) if isinstance(input, Tensor) else input!r}")
@@ -168,8 +225,35 @@ class GRU(Module):
         if T == 0 or B == 0:
             raise ValueError(f"GRU: empty input of shape {tuple(input.shape)}")
         h0 = self._initial_state(hx, unbatched, B, x.dtype)
-        lens = self._lengths(lengths, T, B)
+        out, h_n = self._layers(x, h0, self._lengths(lengths, T, B))
+        if unbatched:
+            return squeeze(out, 1), squeeze(h_n, 1)
+        if self.batch_first:
+            out = contiguous(transpose(out, 0, 1))
+        return out, h_n
 
+    def _forward_packed(self, packed, hx, lengths):
+        """A PackedSequence: padded in sorted order (longest first), run with its lengths, packed
+        again; h_0 is reordered into sorted order and h_n back into the caller's."""
+        if lengths is not None:
+            raise ValueError("GRU: lengths= is for a padded batch; a PackedSequence carries its "
+                             "own lengths")
+        data, batch_sizes = self._packed_data(packed)
+        x, lens = pad_packed_sequence(PackedSequence(data, packed.batch_sizes))
+        lens = lens.tolist()
+        h0 = self._initial_state(hx, False, batch_sizes[0], x.dtype)
+        out, h_n = self._layers(x, _permute_batch(h0, packed.sorted_indices), lens)
+        out = pack_padded_sequence(out, lens).data
+        return (PackedSequence(out, packed.batch_sizes, packed.sorted_indices,
+                               packed.unsorted_indices),
+                _permute_batch(h_n, packed.unsorted_indices))
+
+    def _layers(self, x, h0, lens):
+        """x (T, B, I) contiguous, h0 (L*D, B, H) or None, lens a list or None -> out
+        (T, B, D*H), h_n (L*D, B, H)."""
+        D = 2 if self.bidirectional else 1
+        H = self.hidden_size
+        T, B = x.shape[0], x.shape[1]
         layer_input = x
         finals = []
         for k in range(self.num_layers):
@@ -195,12 +279,7 @@ class GRU(Module):
             layer_input = out
         if lens is not None:  # outputs past each sequence's length are zero
             out = mul(out, self._length_mask(lens, T, B, x.dtype))
-        h_n = stack(finals, 0)  # (num_layers * D, B, H)
-        if unbatched:
-            return squeeze(out, 1), squeeze(h_n, 1)
-        if self.batch_first:
-            out = contiguous(transpose(out, 0, 1))
-        return out, h_n
+        return out, stack(finals, 0)  # h_n (num_layers * D, B, H)
 
     def _initial_state(self, hx, unbatched, B, dtype):
         if hx is None:

@@ -9,11 +9,11 @@ now and then it explodes; one huge step can wreck a model that was training well
 """
 import math
 
-from .. import dtypes as _dt
-from ..autograd import no_grad
-from ..creation import tensor
-from ..ops.reduce import sum_of_squares
-from ..tensor import Tensor
+from ... import dtypes as _dt
+from ...autograd import no_grad
+from ...creation import tensor
+from ...ops.reduce import sum_of_squares
+from ...tensor import Tensor
 
 
 def _grads(parameters):
