@@ -1,18 +1,6 @@
-"""The scheduler base class, LambdaLR, MultiplicativeLR and NoamLR (the package docstring in
-`__init__.py` says how schedulers are used).
-
-PyTorch's semantics, so that a loop written for one library runs with the other:
-
-- Constructing a scheduler records each group's starting lr as group["initial_lr"] (`base_lrs`)
-  and takes a first step, which sets `last_epoch = 0` and the lr of step 0.
-- `step()` (called after `optimizer.step()`) adds 1 to `last_epoch` and sets the lr for the next
-  optimizer step; `get_last_lr()` returns the lrs it set.
-- `state_dict()` holds every attribute except the optimizer (and functions, which cannot be
-  saved); to resume, rebuild the scheduler over the rebuilt optimizer first, then load the
-  optimizer's state dict, then the scheduler's.
-
-NoamLR, the warm-up schedule of "Attention Is All You Need", is not in PyTorch.
-Chapter 5 of the tour (docs/05-transformer.md) walks through NoamLR.
+"""The scheduler base class, LambdaLR, MultiplicativeLR and NoamLR; the package's docstring
+(`__init__.py`) says how schedulers work. NoamLR, the warm-up schedule of "Attention Is All You
+Need", is not in PyTorch; chapter 5 of the tour (docs/05-transformer.md) walks through it.
 """
 import types
 import warnings
@@ -85,15 +73,11 @@ class LRScheduler:
 
     def _update_lr(self, epoch=None):
         """Set last_epoch (one more, or `epoch`) and write the lrs for it into the groups."""
+        self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
+        get_lr = self.get_lr if epoch is None else getattr(self, "_get_closed_form_lr", self.get_lr)
         self._get_lr_called_within_step = True
         try:
-            if epoch is None:
-                self.last_epoch += 1
-                values = self.get_lr()
-            else:
-                self.last_epoch = epoch
-                closed_form = getattr(self, "_get_closed_form_lr", self.get_lr)
-                values = closed_form()
+            values = get_lr()
         finally:
             self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values):
