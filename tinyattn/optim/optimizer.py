@@ -265,21 +265,27 @@ class Optimizer:
         return "\n".join(lines)
 
 
+_SCALAR_STATE = ("step", "mu_product")  # per-parameter scalars, not shaped like the parameter
+
+
 def _state_value(opt_name, index, key, value, p):
     """One entry of a loaded per-parameter state: tensors are copied (the optimizer will update
     them in place, which must not change the dict they came from) and converted to p's dtype,
-    except the step counter, which stays a float32 scalar as in PyTorch."""
+    except the step counter, which stays a float32 scalar as in PyTorch; a scalar state (NAdam's
+    mu_product) stays a scalar."""
     if isinstance(value, Tensor):
         t = value.detach()
     elif hasattr(value, "tolist") and hasattr(value, "shape"):  # a torch.Tensor
         t = tensor(value.tolist(), dtype=_torch_dtype_name(value))
     else:
         return value
-    if key == "step":
+    if key in _SCALAR_STATE:
         if t.numel() != 1:
-            raise ValueError(f"{opt_name}.load_state_dict: 'step' of parameter {index} should be "
-                             f"a single number, got shape {tuple(t.shape)}")
-        return _make(array("f", [float(t.item())]), (), _dt.float32)
+            raise ValueError(f"{opt_name}.load_state_dict: {key!r} of parameter {index} should "
+                             f"be a single number, got shape {tuple(t.shape)}")
+        if key == "step":
+            return _make(array("f", [float(t.item())]), (), _dt.float32)
+        return t.reshape(()).to(p.dtype).clone()  # as PyTorch, which converts all but "step"
     if t.shape != p.shape:
         raise ValueError(f"{opt_name}.load_state_dict: {key!r} of parameter {index} has shape "
                          f"{tuple(t.shape)}, but the parameter has shape {tuple(p.shape)}")

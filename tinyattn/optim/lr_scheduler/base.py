@@ -1,33 +1,24 @@
-"""Learning-rate schedules: change each parameter group's "lr" once per `scheduler.step()`.
-
-PyTorch's semantics, so that a loop written for one library runs with the other:
-
-- Constructing a scheduler records each group's starting lr as group["initial_lr"] (`base_lrs`)
-  and takes a first step, which sets `last_epoch = 0` and the lr of step 0.
-- `step()` (called after `optimizer.step()`) adds 1 to `last_epoch` and sets the lr for the next
-  optimizer step; `get_last_lr()` returns the lrs it set.
-- `state_dict()` holds every attribute except the optimizer (and, for LambdaLR, the functions,
-  which cannot be saved); to resume, rebuild the scheduler over the rebuilt optimizer first, then
-  load the optimizer's state dict, then the scheduler's.
-
-StepLR and CosineAnnealingLR compute the new lr from the current one (PyTorch's "recursive form"),
-so a learning rate changed by hand carries on into the schedule, and the values match PyTorch's
-exactly, including their rounding. NoamLR, the warm-up schedule of "Attention Is All You Need",
-is not in PyTorch.
-
-Chapter 5 of the tour (docs/05-transformer.md) walks through this file.
+"""The scheduler base class, LambdaLR, MultiplicativeLR and NoamLR; the package's docstring
+(`__init__.py`) says how schedulers work. NoamLR, the warm-up schedule of "Attention Is All You
+Need", is not in PyTorch; chapter 5 of the tour (docs/05-transformer.md) walks through it.
 """
-import math
 import types
 import warnings
 
-from .optimizer import Optimizer
+from ..optimizer import Optimizer
+
+EPOCH_DEPRECATION_WARNING = (
+    "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where "
+    "possible. Please use `scheduler.step()` to step the scheduler. During the deprecation, if "
+    "epoch is different from None, the closed form is used instead of the new chainable form, "
+    "where available.")  # PyTorch's words, so that filters written for its warning still match
 
 
 class LRScheduler:
     """Base class: subclasses define `get_lr()`, the lrs for the current `last_epoch`."""
 
     _is_initial = False  # True during the first step taken by the constructor
+    _get_lr_called_within_step = False  # PyTorch's name: state dicts move between the two
 
     def __init__(self, optimizer, last_epoch=-1):
         name = type(self).__name__
@@ -65,18 +56,30 @@ class LRScheduler:
         """The learning rates set by the last step() (a new list; one entry per group)."""
         return list(self._last_lr)
 
-    def step(self):
+    def step(self, epoch=None):
         """Advance the schedule by one step; call it after optimizer.step().
 
-        (PyTorch's deprecated `step(epoch)` argument does not exist here.)"""
+        epoch (deprecated, as in PyTorch, with its warning): jump to that epoch, using the
+        schedule's closed form where it has one."""
         if self._step_count == 1 and self.optimizer._step_count == 0 and \
                 type(self.optimizer).step is Optimizer.step:
             warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`: "
                           "call them in the opposite order, or the first value of the learning "
                           "rate schedule is skipped", UserWarning, stacklevel=2)
         self._step_count += 1
-        self.last_epoch += 1
-        values = self.get_lr()
+        if epoch is not None:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch=None):
+        """Set last_epoch (one more, or `epoch`) and write the lrs for it into the groups."""
+        self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
+        get_lr = self.get_lr if epoch is None else getattr(self, "_get_closed_form_lr", self.get_lr)
+        self._get_lr_called_within_step = True
+        try:
+            values = get_lr()
+        finally:
+            self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values):
             group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
@@ -89,35 +92,30 @@ class LRScheduler:
         self.__dict__.update(state_dict)
 
 
-class LambdaLR(LRScheduler):
-    """lr = base_lr * lr_lambda(last_epoch), with one function for all groups or one per group.
-
-        LambdaLR(optimizer, lambda epoch: 0.95 ** epoch)
+class _LambdaSchedule(LRScheduler):
+    """What LambdaLR and MultiplicativeLR share: one function of the epoch per parameter group.
 
     state_dict() stores None in place of plain functions and lambdas (code is not data; rebuild
     the scheduler with the same functions before loading), and the attributes (`__dict__`) of
     callable objects, as PyTorch does."""
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        name = type(self).__name__
         if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"LambdaLR: {type(optimizer).__name__} is not a tinyattn Optimizer")
+            raise TypeError(f"{name}: {type(optimizer).__name__} is not a tinyattn Optimizer")
         self.optimizer = optimizer
         n = len(optimizer.param_groups)
         if isinstance(lr_lambda, (list, tuple)):
             if len(lr_lambda) != n:
-                raise ValueError(f"LambdaLR: expected {n} lr_lambdas (one per parameter group), "
+                raise ValueError(f"{name}: expected {n} lr_lambdas (one per parameter group), "
                                  f"but got {len(lr_lambda)}")
             self.lr_lambdas = list(lr_lambda)
         else:
             self.lr_lambdas = [lr_lambda] * n
         for fn in self.lr_lambdas:
             if not callable(fn):
-                raise TypeError(f"LambdaLR: lr_lambda must be callable, got {type(fn).__name__}")
+                raise TypeError(f"{name}: lr_lambda must be callable, got {type(fn).__name__}")
         super().__init__(optimizer, last_epoch)
-
-    def get_lr(self):
-        return [base_lr * fn(self.last_epoch) for fn, base_lr in zip(self.lr_lambdas,
-                                                                     self.base_lrs)]
 
     def state_dict(self):
         state = {key: value for key, value in self.__dict__.items()
@@ -135,63 +133,48 @@ class LambdaLR(LRScheduler):
                 fn.__dict__.update(saved)
 
 
-class StepLR(LRScheduler):
-    """Multiply the lr by gamma every step_size steps:  lr = base_lr * gamma^(last_epoch //
-    step_size), computed recursively (the current lr times gamma when last_epoch is a positive
-    multiple of step_size) as PyTorch does."""
+class LambdaLR(_LambdaSchedule):
+    """lr = base_lr * lr_lambda(last_epoch), with one function for all groups or one per group.
 
-    def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
-        if isinstance(step_size, bool) or not isinstance(step_size, int) or step_size < 1:
-            raise ValueError(f"StepLR: step_size must be a positive int, got {step_size!r}")
-        if isinstance(gamma, bool) or not isinstance(gamma, (int, float)):
-            raise TypeError(f"StepLR: gamma must be a number, got {type(gamma).__name__}")
-        self.step_size = step_size
-        self.gamma = gamma
-        super().__init__(optimizer, last_epoch)
+        LambdaLR(optimizer, lambda epoch: 0.95 ** epoch)"""
 
     def get_lr(self):
-        groups = self.optimizer.param_groups
-        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
-            return [group["lr"] for group in groups]
-        return [group["lr"] * self.gamma for group in groups]
+        warn_outside_step(self)
+        return [base_lr * fn(self.last_epoch) for fn, base_lr in zip(self.lr_lambdas,
+                                                                     self.base_lrs)]
 
 
-class CosineAnnealingLR(LRScheduler):
-    """Follow half a cosine from base_lr down to eta_min over T_max steps (SGDR without restarts):
+class MultiplicativeLR(_LambdaSchedule):
+    """Multiply each group's current lr by lr_lambda(last_epoch) at every step (not at
+    construction): lr_t = lr_{t-1} * lr_lambda(t).
 
-        lr_t = eta_min + (base_lr - eta_min) * (1 + cos(pi * t / T_max)) / 2
-
-    computed, as PyTorch does, recursively from the current lr,
-
-        lr_t = eta_min + (lr_{t-1} - eta_min) * (1 + cos(pi t / T_max)) / (1 + cos(pi (t-1) / T_max))
-
-    which agrees with the formula above up to rounding (and lets a hand-changed lr carry on).
-    Past T_max the lr rises again along the cosine, as in PyTorch."""
-
-    def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):  # noqa: N803 (PyTorch's name)
-        if isinstance(T_max, bool) or not isinstance(T_max, int) or T_max < 1:
-            raise ValueError(f"CosineAnnealingLR: T_max must be a positive int, got {T_max!r}")
-        if isinstance(eta_min, bool) or not isinstance(eta_min, (int, float)):
-            raise TypeError(f"CosineAnnealingLR: eta_min must be a number, got "
-                            f"{type(eta_min).__name__}")
-        self.T_max = T_max
-        self.eta_min = eta_min
-        super().__init__(optimizer, last_epoch)
+        MultiplicativeLR(optimizer, lambda epoch: 0.95)"""
 
     def get_lr(self):
-        groups = self.optimizer.param_groups
-        t, T, eta_min = self.last_epoch, self.T_max, self.eta_min
+        warn_outside_step(self)
         if self._is_initial:
-            return [group["lr"] for group in groups]
-        if self._step_count == 1 and t > 0:
-            return [eta_min + (base_lr - eta_min) * (1 + math.cos(t * math.pi / T)) / 2
-                    for base_lr in self.base_lrs]
-        if (t - 1 - T) % (2 * T) == 0:
-            # At the bottom of the cosine the ratio below would be 0/0: add the first step up.
-            return [group["lr"] + (base_lr - eta_min) * (1 - math.cos(math.pi / T)) / 2
-                    for base_lr, group in zip(self.base_lrs, groups)]
-        return [(1 + math.cos(math.pi * t / T)) / (1 + math.cos(math.pi * (t - 1) / T))
-                * (group["lr"] - eta_min) + eta_min for group in groups]
+            return [group["lr"] for group in self.optimizer.param_groups]
+        return [group["lr"] * fn(self.last_epoch)
+                for fn, group in zip(self.lr_lambdas, self.optimizer.param_groups)]
+
+
+def warn_outside_step(scheduler):
+    """PyTorch's warning when get_lr() is called by hand (it computes the next lr; a recursive
+    schedule's value then depends on the current one)."""
+    if not scheduler._get_lr_called_within_step:
+        warnings.warn("To get the last learning rate computed by the scheduler, please use "
+                      "`get_last_lr()`.", UserWarning, stacklevel=3)
+
+
+def per_group(name, optimizer, value):
+    """One value per parameter group: a list or tuple of that length, or one value for all."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != len(optimizer.param_groups):
+            raise ValueError(f"{name} must have the same length as optimizer.param_groups. "
+                             f"{name} has {len(value)} values, param_groups has "
+                             f"{len(optimizer.param_groups)}.")
+        return list(value)
+    return [value] * len(optimizer.param_groups)
 
 
 class NoamLR(LRScheduler):
