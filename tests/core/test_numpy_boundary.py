@@ -387,3 +387,34 @@ def test_torch_numpy_gives_the_same_arrays():
             wa, ga = w.numpy(), g.numpy()
             assert (ga.dtype, ga.shape, ga.strides) == (wa.dtype, wa.shape, wa.strides)
             assert ga.tolist() == wa.tolist()
+
+
+# ------------------------------------------------------------------------------ NumPy indices
+
+
+def test_numpy_arrays_and_integers_index_a_tensor():
+    t = ta.arange(6.0).reshape(2, 3)
+    idx = nparray([0, 2], ta.int64)
+    assert t[idx[1] - 1].tolist() == [3, 4, 5] and t[1, idx[1]].item() == 5
+    assert t[:, idx].tolist() == [[0, 2], [3, 5]]
+    assert t[nparray([True, False], ta.bool)].tolist() == [[0, 1, 2]]
+    assert t[nparray([1, 0], ta.int32)].tolist() == [[3, 4, 5], [0, 1, 2]]
+    t[idx[1] - 1] = 9.0
+    t[:, idx] = 7.0
+    assert t.tolist() == [[7, 1, 7], [7, 9, 7]]
+    with pytest.raises(IndexError):          # PyTorch refuses a NumPy bool scalar and floats
+        t[nparray([True], ta.bool)[0]]
+    with pytest.raises(IndexError):
+        t[nparray([1.0])[0]]
+    with pytest.raises(IndexError):
+        t[idx]                                 # 2 is out of range for 2 rows
+
+
+@needs_torch
+def test_torch_numpy_indices_select_the_same_elements():
+    torch = pytest.importorskip("torch")
+    idx = torch.tensor([1, 0, 1]).numpy()
+    mask = torch.tensor([[True, False, True], [False, True, True]]).numpy()
+    want, got = torch.arange(6.0).reshape(2, 3), ta.arange(6.0).reshape(2, 3)
+    for index in (idx, (slice(None), idx[:2]), mask, idx[0], (idx[0], idx[:2])):
+        assert got[index].tolist() == want[index].tolist()
