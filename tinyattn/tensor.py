@@ -145,6 +145,8 @@ class Tensor(TensorBase):
         return format_tensor(self)
 
     # ------------------------------------------------------------------ NumPy (tinyattn/_numpy.py)
+    __array_priority__ = 1000   # ndarray + tensor asks the tensor first (PyTorch's value)
+
     def numpy(self, *, force=False):
         """A NumPy array sharing this tensor's memory (its shape, strides and dtype), as in
         PyTorch: writing into one changes the other. NumPy is imported by this call only.

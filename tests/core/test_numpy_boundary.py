@@ -418,3 +418,29 @@ def test_torch_numpy_indices_select_the_same_elements():
     want, got = torch.arange(6.0).reshape(2, 3), ta.arange(6.0).reshape(2, 3)
     for index in (idx, (slice(None), idx[:2]), mask, idx[0], (idx[0], idx[:2])):
         assert got[index].tolist() == want[index].tolist()
+
+
+def test_numpy_scalars_and_arrays_in_arithmetic():
+    t = ta.arange(3.0)
+    f64 = nparray([1.0, 2.0, 3.0])
+    two32, two64 = nparray([2.0], ta.float32)[0], nparray([2], ta.int64)[0]
+    assert (t * two32).dtype is ta.float32 and (t * two32).tolist() == [0, 2, 4]   # a number
+    assert (ta.arange(3) * two32).dtype is ta.float32
+    assert (t ** two64).tolist() == [0, 1, 4] and (two32 - t).tolist() == [2, 1, 0]
+    s = t + f64                                        # an array is a tensor of its dtype
+    assert s.dtype is ta.float64 and s.tolist() == [1, 3, 5]
+    r = f64 + t                                        # NumPy asks the tensor first
+    assert type(r) is type(t) and r.tolist() == [1, 3, 5]
+
+
+@needs_torch
+@pytest.mark.filterwarnings("ignore:__array_wrap__ must accept")   # torch's, not tinyattn's
+def test_torch_arithmetic_with_numpy_operands_gives_the_same_dtype():
+    torch = pytest.importorskip("torch")
+    f64 = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64).numpy()
+    s32, s64 = torch.tensor([2.0]).numpy()[0], torch.tensor([2]).numpy()[0]
+    for lib_ops in (lambda lib: lib.arange(3.0) + f64, lambda lib: lib.arange(3.0) * s32,
+                    lambda lib: lib.arange(3) * s32, lambda lib: lib.arange(3) * s64,
+                    lambda lib: s32 - lib.arange(3.0), lambda lib: lib.arange(3.0) / f64):
+        want, got = lib_ops(torch), lib_ops(ta)
+        assert got.dtype.name == str(want.dtype).split(".")[1] and got.tolist() == want.tolist()

@@ -16,11 +16,12 @@ Chapters 1 and 2 of the tour (docs/01-autograd.md, docs/02-kernels.md) walk thro
 import builtins
 import math
 
+from .. import _numpy as _np
 from .. import _shapes
 from .. import backend
 from .. import dtypes as _dt
 from ..autograd import BinaryFunction, Function, UnaryFunction, no_grad
-from ..storage import TensorBase as Tensor, _empty
+from ..storage import TensorBase as Tensor, _empty, _make
 from ._launch import check_tensor, need_tensors, tensor_from_scalar, views4
 from .compare import eq, gt, logical_and, logical_or, logical_xor, lt, ne, where
 from .convert import to_dtype
@@ -278,6 +279,15 @@ def _scalar_op(op, x, c, reverse=False):
     return ScalarOp.apply(x, op, c, reverse)
 
 
+def _numpy_operand(v, op):
+    """A NumPy scalar is the Python number it holds, a NumPy array a tensor of its dtype (read by
+    tinyattn/_numpy.py), as PyTorch takes them in arithmetic."""
+    if _np.is_numpy_scalar(v):
+        return v.item()
+    buf, shape, dt, _ = _np.read(v, _BINARY_NAMES[op])
+    return _make(buf, shape, dt)
+
+
 def _binary(cls, op, a, b):
     """Dispatch a (op) b for tensors and Python numbers, promoting dtypes as PyTorch does."""
     if isinstance(a, Tensor):
@@ -318,6 +328,8 @@ def _binary(cls, op, a, b):
             if a.dtype is _bool:
                 a = to_dtype(a, _int64 if isinstance(b, int) else _float32)
             return _scalar_op(op, a, b)
+        if _np.is_numpy_scalar(b) or _np.is_numpy_array(b):
+            return _binary(cls, op, a, _numpy_operand(b, op))
         raise TypeError(f"{_BINARY_NAMES[op]}: unsupported operand type {type(b).__name__}")
     if isinstance(b, Tensor) and isinstance(a, (int, float)):
         if op in (ADD, MUL, MAXIMUM, MINIMUM):
@@ -335,6 +347,8 @@ def _binary(cls, op, a, b):
             elif b.dtype is _bool:
                 b = to_dtype(b, _int64)
         return _scalar_op(op, b, a, reverse=True)
+    if isinstance(b, Tensor) and (_np.is_numpy_scalar(a) or _np.is_numpy_array(a)):
+        return _binary(cls, op, _numpy_operand(a, op), b)
     raise TypeError(f"{_BINARY_NAMES[op]}: expected Tensors or numbers, got "
                     f"{type(a).__name__} and {type(b).__name__}")
 
