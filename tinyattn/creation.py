@@ -42,13 +42,6 @@ _SEQ = (list, tuple, range)
 _NUMBER = (int, float, builtins.bool)
 
 
-def _nested(v):
-    """Whether v holds elements: a sequence, a tensor, or an array (a NumPy scalar counts too:
-    `_plain` turns it into its number)."""
-    return isinstance(v, (list, tuple, range, Tensor)) or (
-        type(v) not in _NUMBER and _np.is_array_like(v))
-
-
 def _plain(v, op):
     """A tensor, NumPy array or scalar, or buffer as Python lists or a number."""
     if isinstance(v, Tensor):
@@ -68,7 +61,9 @@ def _flatten(op, data):
     shape = []
     level = [data]
     typed = False
-    while level and _nested(level[0]):
+    # a level of sequences or tensors, or of arrays (a NumPy scalar too: `_plain` makes it a number)
+    while level and (isinstance(level[0], (list, tuple, range, Tensor)) or (
+            type(level[0]) not in _NUMBER and _np.is_array_like(level[0]))):
         if builtins.any(not isinstance(v, _SEQ) for v in level):
             typed = True
             level = [_plain(v, op) for v in level]
@@ -135,19 +130,16 @@ def _buffer(dtype, values, op="tensor"):
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
-    """A new tensor (a copy) from a number, nested lists/tuples of numbers, a Tensor, a NumPy
-    array or scalar, or any object with `__array_interface__` or the buffer protocol
-    (`array.array`, `memoryview`), whose memory is read without NumPy (tinyattn/_numpy.py).
+    """A new tensor (a copy) from a number, nested lists of numbers, a Tensor, or an array: a
+    NumPy array or scalar, a buffer, an `__array_interface__` (read by tinyattn/_numpy.py).
 
-    dtype is inferred as in PyTorch: bools -> bool, ints -> int64, any float -> float32; a
-    NumPy array or scalar keeps its dtype (float64 stays float64; one tinyattn lacks, such as
-    float16, raises TypeError); a list mixing them promotes. A NumPy array converted to another
-    dtype is cast (uint8 wraps 300 to 44), a number is range-checked, as in PyTorch."""
+    dtype as in PyTorch: bools -> bool, ints -> int64, any float -> float32; a NumPy array or
+    scalar keeps its own (float16 and others tinyattn lacks raise TypeError); a mix promotes."""
     _device.check(device, "tensor")
     if isinstance(data, Tensor):
         t = data.detach().clone() if dtype is None else data.detach().to(_dt.get(dtype)).clone()
         return _finish(t, requires_grad)
-    if type(data) not in _NUMBER and _np.is_array_like(data):
+    if not isinstance(data, (list, tuple, range, int, float)) and _np.is_array_like(data):
         return _finish(_from_array("tensor", data, dtype), requires_grad)
     shape, values, typed = _flatten("tensor", data)
     if dtype is not None:
@@ -158,7 +150,9 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
 
 
 def _from_array(op, obj, dtype):
-    """A new tensor from the memory of an array-like (tinyattn/_numpy.py `read`)."""
+    """A new tensor from the memory of an array-like (tinyattn/_numpy.py `read`). Converted to
+    another dtype, an array is cast (uint8 wraps 300 to 44) and a NumPy scalar range-checked
+    like a Python number, as in PyTorch."""
     buf, shape, dt, numpy_scalar = _np.read(obj, op)
     if dtype is None or _dt.get(dtype) is dt:
         return _make(buf, shape, dt)

@@ -281,11 +281,28 @@ def _scalar_op(op, x, c, reverse=False):
 
 def _numpy_operand(v, op):
     """A NumPy scalar is the Python number it holds, a NumPy array a tensor of its dtype (read by
-    tinyattn/_numpy.py), as PyTorch takes them in arithmetic."""
+    tinyattn/_numpy.py), as PyTorch takes them in arithmetic; None for anything else."""
     if _np.is_numpy_scalar(v):
         return v.item()
-    buf, shape, dt, _ = _np.read(v, _BINARY_NAMES[op])
-    return _make(buf, shape, dt)
+    if _np.is_numpy_array(v):
+        buf, shape, dt, _ = _np.read(v, _BINARY_NAMES[op])
+        return _make(buf, shape, dt)
+    return None
+
+
+def _other_operand(cls, op, a, b):
+    """a (op) b where one of them is neither a tensor nor a Python number: a NumPy operand is
+    converted (`_numpy_operand`), anything else raises TypeError."""
+    if isinstance(a, Tensor):
+        b2 = _numpy_operand(b, op)
+        if b2 is None:
+            raise TypeError(f"{_BINARY_NAMES[op]}: unsupported operand type {type(b).__name__}")
+        return _binary(cls, op, a, b2)
+    a2 = _numpy_operand(a, op) if isinstance(b, Tensor) else None
+    if a2 is None:
+        raise TypeError(f"{_BINARY_NAMES[op]}: expected Tensors or numbers, got "
+                        f"{type(a).__name__} and {type(b).__name__}")
+    return _binary(cls, op, a2, b)
 
 
 def _binary(cls, op, a, b):
@@ -328,9 +345,7 @@ def _binary(cls, op, a, b):
             if a.dtype is _bool:
                 a = to_dtype(a, _int64 if isinstance(b, int) else _float32)
             return _scalar_op(op, a, b)
-        if _np.is_numpy_scalar(b) or _np.is_numpy_array(b):
-            return _binary(cls, op, a, _numpy_operand(b, op))
-        raise TypeError(f"{_BINARY_NAMES[op]}: unsupported operand type {type(b).__name__}")
+        return _other_operand(cls, op, a, b)
     if isinstance(b, Tensor) and isinstance(a, (int, float)):
         if op in (ADD, MUL, MAXIMUM, MINIMUM):
             return _binary(cls, op, b, a)
@@ -347,10 +362,7 @@ def _binary(cls, op, a, b):
             elif b.dtype is _bool:
                 b = to_dtype(b, _int64)
         return _scalar_op(op, b, a, reverse=True)
-    if isinstance(b, Tensor) and (_np.is_numpy_scalar(a) or _np.is_numpy_array(a)):
-        return _binary(cls, op, _numpy_operand(a, op), b)
-    raise TypeError(f"{_BINARY_NAMES[op]}: expected Tensors or numbers, got "
-                    f"{type(a).__name__} and {type(b).__name__}")
+    return _other_operand(cls, op, a, b)
 
 
 def add(a, b, alpha=1):
