@@ -16,13 +16,12 @@ Chapters 1 and 2 of the tour (docs/01-autograd.md, docs/02-kernels.md) walk thro
 import builtins
 import math
 
-from .. import _numpy as _np
 from .. import _shapes
 from .. import backend
 from .. import dtypes as _dt
 from ..autograd import BinaryFunction, Function, UnaryFunction, no_grad
-from ..storage import TensorBase as Tensor, _empty, _make
-from ._launch import check_tensor, need_tensors, tensor_from_scalar, views4
+from ..storage import TensorBase as Tensor, _empty
+from ._launch import check_tensor, need_tensors, other_operand, tensor_from_scalar, views4
 from .compare import eq, gt, logical_and, logical_or, logical_xor, lt, ne, where
 from .convert import to_dtype
 from .reduce import sum_to
@@ -279,32 +278,6 @@ def _scalar_op(op, x, c, reverse=False):
     return ScalarOp.apply(x, op, c, reverse)
 
 
-def _numpy_operand(v, op):
-    """A NumPy scalar is the Python number it holds, a NumPy array a tensor of its dtype (read by
-    tinyattn/_numpy.py), as PyTorch takes them in arithmetic; None for anything else."""
-    if _np.is_numpy_scalar(v):
-        return v.item()
-    if _np.is_numpy_array(v):
-        buf, shape, dt, _ = _np.read(v, _BINARY_NAMES[op])
-        return _make(buf, shape, dt)
-    return None
-
-
-def _other_operand(cls, op, a, b):
-    """a (op) b where one of them is neither a tensor nor a Python number: a NumPy operand is
-    converted (`_numpy_operand`), anything else raises TypeError."""
-    if isinstance(a, Tensor):
-        b2 = _numpy_operand(b, op)
-        if b2 is None:
-            raise TypeError(f"{_BINARY_NAMES[op]}: unsupported operand type {type(b).__name__}")
-        return _binary(cls, op, a, b2)
-    a2 = _numpy_operand(a, op) if isinstance(b, Tensor) else None
-    if a2 is None:
-        raise TypeError(f"{_BINARY_NAMES[op]}: expected Tensors or numbers, got "
-                        f"{type(a).__name__} and {type(b).__name__}")
-    return _binary(cls, op, a2, b)
-
-
 def _binary(cls, op, a, b):
     """Dispatch a (op) b for tensors and Python numbers, promoting dtypes as PyTorch does."""
     if isinstance(a, Tensor):
@@ -345,7 +318,7 @@ def _binary(cls, op, a, b):
             if a.dtype is _bool:
                 a = to_dtype(a, _int64 if isinstance(b, int) else _float32)
             return _scalar_op(op, a, b)
-        return _other_operand(cls, op, a, b)
+        return other_operand(lambda x, y: _binary(cls, op, x, y), a, b, _BINARY_NAMES[op])
     if isinstance(b, Tensor) and isinstance(a, (int, float)):
         if op in (ADD, MUL, MAXIMUM, MINIMUM):
             return _binary(cls, op, b, a)
@@ -362,7 +335,7 @@ def _binary(cls, op, a, b):
             elif b.dtype is _bool:
                 b = to_dtype(b, _int64)
         return _scalar_op(op, b, a, reverse=True)
-    return _other_operand(cls, op, a, b)
+    return other_operand(lambda x, y: _binary(cls, op, x, y), a, b, _BINARY_NAMES[op])
 
 
 def add(a, b, alpha=1):
