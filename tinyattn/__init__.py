@@ -6,6 +6,7 @@ and holds it to this list. (A call can still go up at run time through a tensor'
 written as `x.exp()` calls tensor.py, which calls ops/unary.py.)
 
     _shapes, dtypes, _devices      shapes and broadcasting, the six dtypes, devices
+    _numpy                         NumPy arrays and buffers read in, tensors handed out as arrays
     storage                        a tensor's data: TensorBase (buffer, shape, strides, dtype,
                                    grad_fn), _make and _empty, where new buffers come from
     autograd                       Function, the graph, backward, no_grad
@@ -32,9 +33,9 @@ from .dtypes import (bool, double, dtype, float, float32, float64, int, int32,  
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .random import Generator, get_rng_state, initial_seed, manual_seed, set_rng_state
 from .creation import (BoolTensor, ByteTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor,
-                       arange, bernoulli, empty, empty_like, eye, full, full_like, linspace, ones,
-                       ones_like, rand, rand_like, randint, randn, randn_like, randperm, tensor,
-                       zeros, zeros_like)
+                       arange, as_tensor, asarray, bernoulli, empty, empty_like, eye, from_numpy,
+                       frombuffer, full, full_like, linspace, ones, ones_like, rand, rand_like,
+                       randint, randn, randn_like, randperm, tensor, zeros, zeros_like)
 from .ops.arithmetic import (add, arctan2, atan2, clamp, clip, div,  # noqa: A004
                              floor_divide, maximum, minimum, mul, pow, remainder, round, rsub,
                              sign, square, sub)

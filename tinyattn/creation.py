@@ -1,4 +1,5 @@
-"""Making tensors: from Python data (`tensor`), filled (`zeros`, `full`, `eye`, `arange`), random
+"""Making tensors: from Python data, NumPy arrays and buffers (`tensor`, `as_tensor`,
+`from_numpy`, `asarray`, `frombuffer`), filled (`zeros`, `full`, `eye`, `arange`), random
 (`rand`, `randn`, `randint`, `randperm`, `bernoulli`), and PyTorch's legacy typed constructors
 (`FloatTensor`, `LongTensor`, ...).
 
@@ -9,9 +10,11 @@ import builtins
 import math
 from array import array
 
+from . import _numpy as _np
 from . import _shapes
 from . import _devices as _device
 from . import dtypes as _dt
+from .ops import convert as _convert
 from .ops import random as _random_ops
 from .storage import TensorBase as Tensor, _make
 
@@ -35,38 +38,82 @@ def _finish(t, requires_grad):
     return t
 
 
+_SEQ = (list, tuple, range)
+_NUMBER = (int, float, builtins.bool)
+
+
+def _plain(v, op):
+    """A tensor, NumPy array or scalar, or buffer as Python lists or a number."""
+    if isinstance(v, Tensor):
+        return v.tolist()
+    if _np.is_numpy_scalar(v):
+        return v.item()
+    if not isinstance(v, _SEQ) and _np.is_array_like(v):
+        buf, shape, dt, _ = _np.read(v, op)
+        return _make(buf, shape, dt).tolist()
+    return v
+
+
 def _flatten(op, data):
-    """Nested lists -> (shape, flat list). Ragged nesting raises ValueError naming the dim."""
+    """Nested lists -> (shape, flat list, typed). Ragged nesting raises ValueError naming the dim.
+    typed: some element was a tensor, a NumPy array or scalar or a buffer, whose dtype counts in
+    the result's (`_infer_nested`)."""
     shape = []
     level = [data]
-    while level and isinstance(level[0], (list, tuple, Tensor, range)):
-        if builtins.any(isinstance(v, Tensor) for v in level):
-            level = [v.tolist() if isinstance(v, Tensor) else v for v in level]
-            if not isinstance(level[0], (list, tuple, range)):
+    typed = False
+    # a level of sequences or tensors, or of arrays (a NumPy scalar too: `_plain` makes it a number)
+    while level and (isinstance(level[0], (list, tuple, range, Tensor)) or (
+            type(level[0]) not in _NUMBER and _np.is_array_like(level[0]))):
+        if builtins.any(not isinstance(v, _SEQ) for v in level):
+            typed = True
+            level = [_plain(v, op) for v in level]
+            if not isinstance(level[0], _SEQ):
                 break
         n = len(level[0])
         for v in level:
-            if not isinstance(v, (list, tuple, range)) or len(v) != n:
-                got = len(v) if isinstance(v, (list, tuple, range)) else type(v).__name__
+            if not isinstance(v, _SEQ) or len(v) != n:
+                got = len(v) if isinstance(v, _SEQ) else type(v).__name__
                 raise ValueError(f"{op}: expected a sequence of length {n} at dim {len(shape)} "
                                  f"(got {got}); nested lists must be rectangular")
         shape.append(n)
         level = [x for v in level for x in v]
-    for v in level:
+    for i, v in enumerate(level):
+        if type(v) in _NUMBER:
+            continue
+        if not isinstance(v, _SEQ) and (isinstance(v, Tensor) or _np.is_array_like(v)):
+            typed = True
+            v = level[i] = _plain(v, op)
         if isinstance(v, (list, tuple, range)):
             raise ValueError(f"{op}: nested lists must be rectangular (mixed depths)")
         if not isinstance(v, (int, float)):
             raise TypeError(f"{op}: cannot make a tensor from an element of type "
                             f"{type(v).__name__} ({v!r})")
-    return tuple(shape), level
+    return tuple(shape), level, typed
 
 
 def _infer_dtype(values):
-    if values and builtins.all(type(v) is bool for v in values):
+    if values and builtins.all(type(v) is builtins.bool for v in values):
         return _dt.bool
     if builtins.all(isinstance(v, int) for v in values) and values:
         return _dt.int64
     return _dt.float32
+
+
+def _infer_nested(data, op):
+    """PyTorch's dtype of nested data holding tensors or arrays: the promotion of every element's
+    dtype, a tensor's or array's own, bool / int64 / float32 for a Python bool, int, float."""
+    found = None
+    stack = [data]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, _SEQ):
+            stack.extend(v)
+            continue
+        d = (v.dtype if isinstance(v, Tensor) else _dt.bool if type(v) is builtins.bool
+             else _dt.int64 if type(v) is int else _dt.float32 if type(v) is float
+             else _np.dtype_of(v, op))
+        found = d if found is None else _dt.promote_types(found, d)
+    return found or _dt.float32
 
 
 def _buffer(dtype, values, op="tensor"):
@@ -83,16 +130,97 @@ def _buffer(dtype, values, op="tensor"):
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
-    """A new tensor (a copy) from a number, nested lists/tuples of numbers, or a Tensor.
+    """A new tensor (a copy) from a number, nested lists of numbers, a Tensor, or an array: a
+    NumPy array or scalar, a buffer, an `__array_interface__` (read by tinyattn/_numpy.py).
 
-    dtype is inferred as in PyTorch: bools -> bool, ints -> int64, any float -> float32."""
+    dtype as in PyTorch: bools -> bool, ints -> int64, any float -> float32; a NumPy array or
+    scalar keeps its own (float16 and others tinyattn lacks raise TypeError); a mix promotes."""
     _device.check(device, "tensor")
     if isinstance(data, Tensor):
         t = data.detach().clone() if dtype is None else data.detach().to(_dt.get(dtype)).clone()
         return _finish(t, requires_grad)
-    shape, values = _flatten("tensor", data)
-    dt = _infer_dtype(values) if dtype is None else _dt.get(dtype)
+    if not isinstance(data, (list, tuple, range, int, float)) and _np.is_array_like(data):
+        return _finish(_from_array("tensor", data, dtype), requires_grad)
+    shape, values, typed = _flatten("tensor", data)
+    if dtype is not None:
+        dt = _dt.get(dtype)
+    else:
+        dt = _infer_nested(data, "tensor") if typed else _infer_dtype(values)
     return _finish(_make(_buffer(dt, values), shape, dt), requires_grad)
+
+
+def _from_array(op, obj, dtype):
+    """A new tensor from the memory of an array-like (tinyattn/_numpy.py `read`). Converted to
+    another dtype, an array is cast (uint8 wraps 300 to 44) and a NumPy scalar range-checked
+    like a Python number, as in PyTorch."""
+    buf, shape, dt, numpy_scalar = _np.read(obj, op)
+    if dtype is None or _dt.get(dtype) is dt:
+        return _make(buf, shape, dt)
+    if numpy_scalar:                  # converted as a Python number: range-checked
+        return _make(_buffer(_dt.get(dtype), [obj.item()], op), (), _dt.get(dtype))
+    return _convert.to_dtype(_make(buf, shape, dt), _dt.get(dtype))
+
+
+def as_tensor(data, dtype=None, device=None):
+    """`data` as a tensor: a Tensor of the dtype asked for is returned itself, shared (as in
+    PyTorch); anything else is made with `tensor`.
+
+    Differs from PyTorch: a NumPy array is copied, never shared. A tensor's storage is an
+    `array.array`, which owns its memory and cannot wrap the array's: writing into one
+    afterwards does not change the other."""
+    _device.check(device, "as_tensor")
+    if isinstance(data, Tensor):
+        return data if dtype is None or _dt.get(dtype) is data.dtype else \
+            _convert.to_dtype(data, _dt.get(dtype))
+    return tensor(data, dtype)
+
+
+def from_numpy(ndarray):
+    """A tensor of the NumPy array's dtype, shape and values.
+
+    Differs from PyTorch: a copy, not a tensor sharing the array's memory (an `array.array`
+    cannot wrap foreign memory); writing into one afterwards does not change the other."""
+    if not _np.is_numpy_array(ndarray):
+        raise TypeError(f"from_numpy: expected np.ndarray (got {type(ndarray).__name__})")
+    return _from_array("from_numpy", ndarray, None)
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """A 1-d tensor of `buffer`'s bytes, from `offset`, read as `count` elements of dtype
+    (-1: as many as fit).
+
+    Differs from PyTorch: a copy of the bytes, not a tensor over the buffer's memory."""
+    dt = _dt.get(dtype)
+    buf, shape = _np.frombuffer(buffer, dt, count, offset)
+    return _finish(_make(buf, shape, dt), requires_grad)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """`obj` as a tensor, by PyTorch's rules: a Tensor is returned itself when no conversion or
+    copy is asked for; a NumPy array or scalar keeps its dtype; any other buffer is read as
+    raw bytes of `dtype` (default float32), as `frombuffer`; a sequence as by `tensor`.
+    copy=True always copies; copy=False refuses whatever would need a copy.
+
+    Differs from PyTorch: a NumPy array or buffer cannot be shared (an `array.array` owns its
+    memory), so with copy=False it raises ValueError where PyTorch would share it."""
+    _device.check(device, "asarray")
+    if isinstance(obj, Tensor):
+        if dtype is not None and _dt.get(dtype) is not obj.dtype:
+            if copy is False:
+                raise ValueError(f"asarray: can't alias tensor with dtype {obj.dtype} into "
+                                 f"dtype {_dt.get(dtype)}.")
+            t = _convert.to_dtype(obj, _dt.get(dtype))
+        else:
+            t = obj.clone() if copy else obj
+        return _finish(t, requires_grad)
+    if copy is False:
+        raise ValueError(f"asarray: can't alias a {type(obj).__name__} into a tensor: tinyattn "
+                         f"copies every array, buffer and sequence (copy=None copies)")
+    if type(obj) not in _NUMBER and not isinstance(obj, _SEQ) and not (
+            _np.is_numpy_array(obj) or _np.is_numpy_scalar(obj)) and _np.is_array_like(obj) \
+            and not hasattr(obj, "__array_interface__"):
+        return frombuffer(obj, dtype=dtype or _dt.float32, requires_grad=requires_grad)
+    return tensor(obj, dtype=dtype, requires_grad=requires_grad)
 
 
 def _filled(op, size, value, dtype, requires_grad):
@@ -288,12 +416,19 @@ def bernoulli(input, *, generator=None):  # noqa: A002
 # --------------------------------------------------------------------------- legacy constructors
 
 
+def is_size(a):
+    """An int, or a NumPy integer: a size to PyTorch's legacy constructors (LongTensor(n))."""
+    return isinstance(a, int) or _np.is_integer_scalar(a)
+
+
 def _legacy(dtype, name):
     def make(*args):
-        """PyTorch's legacy typed constructor: LongTensor([1, 2]) or LongTensor(2, 3)."""
-        if len(args) == 1 and not isinstance(args[0], int):
+        """PyTorch's legacy typed constructor: LongTensor([1, 2]) or LongTensor(2, 3); data
+        (a list, a NumPy array) is converted to the type: FloatTensor(float64 array) is
+        float32."""
+        if len(args) == 1 and not is_size(args[0]):
             return tensor(args[0], dtype=make.dtype)
-        return zeros(*args, dtype=make.dtype)
+        return zeros(*(int(a) for a in args), dtype=make.dtype)
     make.dtype = dtype   # x.type(IntTensor) converts to it (dtypes.get)
     make.__name__ = make.__qualname__ = name
     return make

@@ -10,6 +10,7 @@ they make are Tensors all the same: the class is `register`ed with storage below
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 from . import _devices as _dev
+from . import _numpy
 from . import autograd as _ag
 from . import creation as _cr
 from . import dtypes as _dt
@@ -49,10 +50,10 @@ class Tensor(TensorBase):
         if kwargs:
             raise TypeError(f"Tensor(): unexpected keyword arguments {sorted(kwargs)}; use "
                             f"tinyattn.tensor(data, dtype=...)")
-        if len(args) == 1 and not isinstance(args[0], int):
+        if len(args) == 1 and not _cr.is_size(args[0]):
             t = _cr.tensor(args[0], dtype=_dt.float32)
-        elif all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-            t = _cr.zeros(*args) if args else _cr.zeros(0)
+        elif all(_cr.is_size(a) and not isinstance(a, bool) for a in args):
+            t = _cr.zeros(*(int(a) for a in args)) if args else _cr.zeros(0)
         else:
             raise TypeError(f"Tensor(): expected a sequence of numbers or sizes, got {args!r}")
         if cls is not Tensor:
@@ -143,8 +144,28 @@ class Tensor(TensorBase):
     def __repr__(self):
         return format_tensor(self)
 
-    def __array__(self, *args, **kwargs):  # pragma: no cover - a clear message for np.asarray(t)
-        raise TypeError("tinyattn tensors do not convert to NumPy implicitly; use .tolist()")
+    # ------------------------------------------------------------------ NumPy (tinyattn/_numpy.py)
+    __array_priority__ = 1000   # ndarray + tensor asks the tensor first (PyTorch's value)
+
+    def numpy(self, *, force=False):
+        """A NumPy array sharing this tensor's memory (its shape, strides and dtype), as in
+        PyTorch: writing into one changes the other. NumPy is imported by this call only.
+        A tensor that requires grad raises unless force=True (PyTorch's rule)."""
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return _numpy.to_numpy(self)
+
+    def __array__(self, dtype=None, copy=None):
+        """np.asarray(t) and np.array(t): `.numpy()` (shared memory), converted to dtype if
+        asked; copy=True always copies, copy=False refuses a conversion (NumPy 2's protocol)."""
+        a = self.numpy()
+        if dtype is not None and a.dtype != dtype:
+            if copy is False:
+                raise ValueError(f"__array__: converting {self.dtype} to {dtype} needs a copy, "
+                                 f"and copy=False was asked for")
+            return a.astype(dtype)
+        return a.copy() if copy else a
 
     # ------------------------------------------------------------------ dtype conversion
     def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False,

@@ -25,6 +25,7 @@ Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 import builtins
 from array import array
 
+from .. import _numpy as _np
 from .. import _shapes
 from .. import backend
 from .. import dtypes as _dt
@@ -140,3 +141,22 @@ def shape_arg(shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
     return tuple(int(s) for s in shape)
+
+
+def other_operand(binary, a, b, name):
+    """`binary(a, b)` of an arithmetic op (ops/arithmetic.py) whose a or b is neither a tensor
+    nor a Python number: a NumPy scalar counts as the number it holds and a NumPy array as a
+    tensor of its dtype (read by tinyattn/_numpy.py), as PyTorch takes them; anything else
+    raises TypeError naming the op."""
+    tensor_a = isinstance(a, Tensor)
+    v = b if tensor_a else a if isinstance(b, Tensor) else None
+    if _np.is_numpy_scalar(v):
+        v = v.item()
+    elif _np.is_numpy_array(v):
+        v = _make(*_np.read(v, name)[:3])
+    elif tensor_a:
+        raise TypeError(f"{name}: unsupported operand type {type(b).__name__}")
+    else:
+        raise TypeError(f"{name}: expected Tensors or numbers, got {type(a).__name__} and "
+                        f"{type(b).__name__}")
+    return binary(a, v) if tensor_a else binary(v, b)

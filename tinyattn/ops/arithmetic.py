@@ -21,7 +21,7 @@ from .. import backend
 from .. import dtypes as _dt
 from ..autograd import BinaryFunction, Function, UnaryFunction, no_grad
 from ..storage import TensorBase as Tensor, _empty
-from ._launch import check_tensor, need_tensors, tensor_from_scalar, views4
+from ._launch import check_tensor, need_tensors, other_operand, tensor_from_scalar, views4
 from .compare import eq, gt, logical_and, logical_or, logical_xor, lt, ne, where
 from .convert import to_dtype
 from .reduce import sum_to
@@ -318,7 +318,7 @@ def _binary(cls, op, a, b):
             if a.dtype is _bool:
                 a = to_dtype(a, _int64 if isinstance(b, int) else _float32)
             return _scalar_op(op, a, b)
-        raise TypeError(f"{_BINARY_NAMES[op]}: unsupported operand type {type(b).__name__}")
+        return other_operand(lambda x, y: _binary(cls, op, x, y), a, b, _BINARY_NAMES[op])
     if isinstance(b, Tensor) and isinstance(a, (int, float)):
         if op in (ADD, MUL, MAXIMUM, MINIMUM):
             return _binary(cls, op, b, a)
@@ -335,8 +335,7 @@ def _binary(cls, op, a, b):
             elif b.dtype is _bool:
                 b = to_dtype(b, _int64)
         return _scalar_op(op, b, a, reverse=True)
-    raise TypeError(f"{_BINARY_NAMES[op]}: expected Tensors or numbers, got "
-                    f"{type(a).__name__} and {type(b).__name__}")
+    return other_operand(lambda x, y: _binary(cls, op, x, y), a, b, _BINARY_NAMES[op])
 
 
 def add(a, b, alpha=1):

@@ -28,6 +28,7 @@ import builtins
 import warnings
 from array import array
 
+from .. import _numpy as _np
 from .. import _shapes
 from .. import dtypes as _dt
 from ..autograd import Function, bump_version, no_grad
@@ -201,6 +202,10 @@ def _normalize(x, index):
         index = (index,)
     items = []
     for it in index:
+        if _np.is_integer_scalar(it):    # NumPy indices, as PyTorch takes them (not np.bool_)
+            it = int(it)
+        elif _np.is_numpy_array(it):
+            it = tensor(it)
         if isinstance(it, (list, tuple)):
             it = tensor(it)
             if it.dtype.is_floating_point:
