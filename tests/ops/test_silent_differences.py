@@ -1,5 +1,6 @@
-"""Small differences from PyTorch that gave a value instead of PyTorch's (issue 32's list): each
-is checked by hand and, where PyTorch is installed, against it."""
+"""Small cases where a different value, dtype or acceptance would pass unnoticed: add with a
+bool alpha, INT64_MIN // -1, kl_div of a negative target, a write through an expanded view,
+to() and div_() arguments. Each is checked by hand and, where PyTorch is installed, against it."""
 import math
 
 import pytest
@@ -84,3 +85,63 @@ def test_alpha_that_does_not_fit_the_operands_raises(alpha, need):
         ta.sub(a, a, alpha=alpha)
     assert ta.add(a, a, alpha=3).tolist() == [4, 8]
     assert ta.add(ta.tensor([1.0]), ta.tensor([2.0]), alpha=0.5).tolist() == [2.0]
+
+
+WRITES = ["add_(1)", "sub_(1)", "mul_(2)", "div_(2)", "clamp_(0, 1)", "exp_()", "relu_()",
+          "copy_(lib.ones(2, 3))", "uniform_()", "normal_()", "__iadd__(1)",
+          "scatter_(1, lib.zeros(2, 1, dtype=lib.int64), 1.0)", "unsqueeze(0).add_(1)",
+          "t().mul_(2)"]
+ALLOWED = ["fill_(1)", "zero_()", "__setitem__(0, 5.0)"]
+
+
+def _expanded(lib):
+    return lib.zeros(3).expand(2, 3)
+
+
+@pytest.mark.parametrize("write", WRITES)
+def test_a_write_through_an_expanded_view_raises(write):
+    lib, e = ta, _expanded(ta)
+    with pytest.raises(RuntimeError, match=r"more than one element of the written-to tensor "
+                                           r"refers to a single memory location"):
+        eval("e." + write, {"e": e, "lib": lib})
+    assert e.tolist() == [[0.0] * 3] * 2
+
+
+@pytest.mark.parametrize("write", WRITES + ALLOWED)
+def test_a_write_through_an_expanded_view_raises_as_in_pytorch(write):
+    torch = pytest.importorskip("torch")
+    outcomes = []
+    for lib in (ta, torch):
+        try:
+            eval("e." + write, {"e": _expanded(lib), "lib": lib})
+            outcomes.append("ok")
+        except RuntimeError:
+            outcomes.append("raises")
+    assert outcomes[0] == outcomes[1]
+
+
+def test_fill_and_setitem_through_an_expanded_view_write_the_one_location():
+    base = ta.zeros(3)
+    e = base.expand(2, 3)
+    e.fill_(1.0)
+    assert base.tolist() == [1.0, 1.0, 1.0]
+    e[0] = 5.0
+    assert base.tolist() == [5.0, 5.0, 5.0]
+    ta.zeros(1).expand(1).add_(1)          # a size-1 expanded dim is one element: allowed
+
+
+def test_to_takes_non_blocking_and_copy_positionally():
+    x = ta.ones(2)
+    assert x.to(ta.float64, True).dtype is ta.float64
+    assert x.to(ta.float32, False) is x
+    y = x.to(ta.float32, False, True)       # copy=True: new memory
+    assert y is not x and y._data is not x._data
+
+
+def test_div_in_place_takes_rounding_mode():
+    x = ta.tensor([3.0, -3.0])
+    assert x.div_(2, rounding_mode="floor").tolist() == [1.0, -2.0]
+    x = ta.tensor([3.0, -3.0])
+    assert x.div_(2, rounding_mode="trunc").tolist() == [1.0, -1.0]
+    x = ta.tensor([7, -7])
+    assert x.div_(2, rounding_mode="floor").tolist() == [3, -4] and x.dtype is ta.int64
