@@ -9,7 +9,8 @@ written as `x.exp()` calls tensor.py, which calls ops/unary.py.)
     _numpy                         NumPy arrays and buffers read in, tensors handed out as arrays
     storage                        a tensor's data: TensorBase (buffer, shape, strides, dtype,
                                    grad_fn), _make and _empty, where new buffers come from
-    autograd                       Function, the graph, backward, no_grad
+    grad_mode                      grad mode per thread: no_grad, enable_grad, inference_mode
+    autograd                       Function, the graph, backward
     kernels/                       the reference backend: plain loops over flat buffers
     fast/                          the fast backend: the same functions, tiled, vectorised, threaded
     backend                        which backend the ops call (TINYATTN_KERNELS)
@@ -30,7 +31,8 @@ from ._devices import (backends, channels_last, compile, contiguous_format, cuda
                        device, jit, memory_format, onnx, preserve_format)
 from .dtypes import (bool, double, dtype, float, float32, float64, int, int32,  # noqa: A004
                      int64, long, uint8)
-from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,
+                        is_inference_mode_enabled, no_grad, set_grad_enabled)
 from .random import Generator, get_rng_state, initial_seed, manual_seed, set_rng_state
 from .creation import (BoolTensor, ByteTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor,
                        arange, as_tensor, asarray, bernoulli, empty, empty_like, eye, from_numpy,

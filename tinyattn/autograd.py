@@ -1,4 +1,5 @@
-"""Reverse-mode automatic differentiation: grad mode, the `Function` node, `backward`.
+"""Reverse-mode automatic differentiation: the `Function` node, `backward` (grad mode, which
+says whether the ops record the graph: grad_mode.py).
 
 The graph. Every differentiable op is a `Function` subclass with two static methods::
 
@@ -34,69 +35,13 @@ values it would use are no longer the ones the forward pass saw.
 
 Chapter 1 of the tour (docs/01-autograd.md) walks through this file.
 """
-import functools
 import weakref
 from array import array
 
 from . import storage as _storage
+from .grad_mode import (_mode, _set, enable_grad, inference_mode,  # noqa: F401 (re-exported)
+                        is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled)
 from .storage import TensorBase as Tensor, _make
-
-_grad_enabled = True
-
-
-def is_grad_enabled():
-    return _grad_enabled
-
-
-class set_grad_enabled:
-    """Context manager (and decorator) that turns graph building on or off."""
-
-    def __init__(self, mode):
-        global _grad_enabled
-        self.prev = _grad_enabled
-        _grad_enabled = bool(mode)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        global _grad_enabled
-        _grad_enabled = self.prev
-        return False
-
-
-class no_grad:
-    """Build no graph inside: `with tinyattn.no_grad(): ...` or `@tinyattn.no_grad()`.
-
-    Used for evaluation and for parameter updates, which must not become part of the graph."""
-
-    _mode = False
-
-    def __enter__(self):
-        global _grad_enabled
-        self.prev = _grad_enabled
-        _grad_enabled = self._mode
-        return self
-
-    def __exit__(self, *exc):
-        global _grad_enabled
-        _grad_enabled = self.prev
-        return False
-
-    def __call__(self, fn):
-        cls = type(self)
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with cls():
-                return fn(*args, **kwargs)
-        return wrapper
-
-
-class enable_grad(no_grad):
-    """Build the graph again inside a `no_grad` region."""
-
-    _mode = True
 
 
 class _NoGraph:
@@ -179,7 +124,7 @@ class Function:
     def apply(cls, *args):
         # This runs for every op, so it is written for speed: a plain loop that stops at the first
         # input needing a gradient (most ops in evaluation and in optimizers find none).
-        if _grad_enabled:
+        if _mode.record:
             for a in args:
                 if isinstance(a, Tensor) and a._requires_grad:
                     return cls._apply_recording(args)
@@ -228,7 +173,7 @@ class BinaryFunction(Function):
 
     @classmethod
     def apply(cls, a, b):
-        if _grad_enabled and (a._requires_grad or b._requires_grad):
+        if _mode.record and (a._requires_grad or b._requires_grad):
             ctx = cls.__new__(cls)
             ctx.inputs = (a, b)
             ctx.needs_input_grad = (a._requires_grad, b._requires_grad)
@@ -253,7 +198,7 @@ class UnaryFunction(Function):
 
     @classmethod
     def apply(cls, x, *rest):
-        if _grad_enabled and x._requires_grad:
+        if _mode.record and x._requires_grad:
             ctx = cls.__new__(cls)
             ctx.inputs = (x,) + rest
             ctx.needs_input_grad = (True,) + (False,) * len(rest)
@@ -350,8 +295,8 @@ def backward(root, gradient=None, retain_graph=False):
                                f"has shape {tuple(root.shape)}")
         if gradient.dtype is not root.dtype:
             gradient = gradient.to(root.dtype)
-    global _grad_enabled
-    prev, _grad_enabled = _grad_enabled, False  # backward formulas build no graph
+    prev = (_mode.grad, _mode.inference)
+    _set(False, prev[1])  # backward formulas build no graph (in this thread only)
     try:
         if root.grad_fn is None:  # a leaf: d(root)/d(root) = gradient
             _accumulate_leaf(root, gradient, gradient)
@@ -403,7 +348,7 @@ def backward(root, gradient=None, retain_graph=False):
                         owned[id(total)] = total
                         grads[child] = total
     finally:
-        _grad_enabled = prev
+        _set(*prev)
 
 
 def _accumulate_leaf(leaf, gi, upstream, owned=None, add_into=None):

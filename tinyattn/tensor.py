@@ -173,7 +173,9 @@ class Tensor(TensorBase):
         """to(dtype), to(device), to(device, dtype), to(other_tensor) (its dtype and device):
         converts when the dtype differs (copy=True: always a new tensor). Devices other than
         the CPU raise (tinyattn/_devices.py)."""
-        for a in args:
+        flags = [a for a in args if isinstance(a, bool)]  # to(dtype, non_blocking, copy)
+        copy = copy or (len(flags) > 1 and flags[1])
+        for a in (a for a in args if not isinstance(a, bool)):
             if isinstance(a, Tensor):
                 dtype = a.dtype
             elif _dev.is_device(a):
@@ -395,7 +397,8 @@ class Tensor(TensorBase):
     def add_(self, other, alpha=1): return _inp.add_(self, other, alpha)
     def sub_(self, other, alpha=1): return _inp.sub_(self, other, alpha)
     def mul_(self, other): return _inp.mul_(self, other)
-    def div_(self, other): return _inp.div_(self, other)
+    def div_(self, other, *, rounding_mode=None):
+        return _inp.div_(self, other, rounding_mode=rounding_mode)
     def masked_fill_(self, mask, value): return _inp.masked_fill_(self, mask, value)
     def clamp_(self, min=None, max=None): return _inp.clamp_(self, min, max)
     def exp_(self): return _inp.exp_(self)

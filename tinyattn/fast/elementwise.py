@@ -179,7 +179,7 @@ BINARY_FORMULAS_INT = dict(BINARY_FORMULAS)
 BINARY_FORMULAS_INT.update({
     POW2: lambda a, b: _int_pow(a, b),
     REMAINDER: lambda a, b: a % b,
-    FLOOR_DIVIDE: lambda a, b: a // b,
+    FLOOR_DIVIDE: lambda a, b: reference._int64(-a) if b == -1 else a // b,  # MIN // -1: MIN
 })
 
 

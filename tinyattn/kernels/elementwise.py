@@ -252,7 +252,9 @@ def _binary_value(op, a, b):
             return min(a, b)
         if op == REMAINDER:
             return a % b
-        return a // b                    # FLOOR_DIVIDE
+        if b == -1:                      # FLOOR_DIVIDE; INT64_MIN // -1 wraps to INT64_MIN
+            return _int64(-a)
+        return a // b
     if op == ADD:
         return a + b
     if op == SUB:

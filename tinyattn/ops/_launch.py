@@ -160,3 +160,20 @@ def other_operand(binary, a, b, name):
         raise TypeError(f"{name}: expected Tensors or numbers, got {type(a).__name__} and "
                         f"{type(b).__name__}")
     return binary(a, v) if tensor_a else binary(v, b)
+
+
+def times_alpha(name, a, b, alpha, mul):
+    """alpha * b for add / sub (a + alpha * b), as PyTorch takes alpha: for two bool operands a
+    truth value, so the sum stays bool (add(x, y, alpha=False) is x); a bool alpha needs bool
+    operands, a float alpha a floating-point operand (else RuntimeError, as in PyTorch). `mul`
+    is ops/arithmetic.py's, which sits above this module."""
+    kinds = [_dt.bool if isinstance(t, builtins.bool) else t.dtype if isinstance(t, Tensor) else
+             _dt.float32 if isinstance(t, float) else _dt.int64 for t in (a, b)]
+    if kinds[0] is _dt.bool and kinds[1] is _dt.bool:
+        return b if alpha else b & False
+    if isinstance(alpha, builtins.bool) or (
+            isinstance(alpha, float) and not any(k.is_floating_point for k in kinds)):
+        need = "bool" if isinstance(alpha, builtins.bool) else "floating-point"
+        raise RuntimeError(f"{name}: alpha={alpha!r} needs {need} operands (as in PyTorch), got "
+                           f"{kinds[0].name} and {kinds[1].name}")
+    return b if alpha == 1 else mul(b, alpha)

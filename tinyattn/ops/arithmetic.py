@@ -21,7 +21,8 @@ from .. import backend
 from .. import dtypes as _dt
 from ..autograd import BinaryFunction, Function, UnaryFunction, no_grad
 from ..storage import TensorBase as Tensor, _empty
-from ._launch import check_tensor, need_tensors, other_operand, tensor_from_scalar, views4
+from ._launch import (check_tensor, need_tensors, other_operand, tensor_from_scalar,
+                      times_alpha, views4)
 from .compare import eq, gt, logical_and, logical_or, logical_xor, lt, ne, where
 from .convert import to_dtype
 from .reduce import sum_to
@@ -339,14 +340,14 @@ def _binary(cls, op, a, b):
 
 
 def add(a, b, alpha=1):
-    if alpha != 1:
-        b = mul(b, alpha)
+    if alpha != 1 or isinstance(alpha, (bool, float)):  # alpha=True, 1.0: checked (_launch.py)
+        b = times_alpha("add", a, b, alpha, mul)
     return _binary(Add, ADD, a, b)
 
 
 def sub(a, b, alpha=1):
-    if alpha != 1:
-        b = mul(b, alpha)
+    if alpha != 1 or isinstance(alpha, (bool, float)):
+        b = times_alpha("sub", a, b, alpha, mul)
     return _binary(Sub, SUB, a, b)
 
 

@@ -15,7 +15,7 @@ broadcast dims in every operand (aligned from the right); a dim of size 1 broadc
 Deliberate difference: a letter repeated within one operand (a diagonal, "ii->i") raises.
 """
 from ..storage import TensorBase as Tensor
-from .layout import expand, permute, reshape
+from .layout import alias, expand, permute, reshape
 from .matmul import bmm
 from .reduce import sum  # noqa: A004
 
@@ -130,8 +130,9 @@ def einsum(equation, *operands):
         t = reshape(prod, tuple(size[c] for c in batch + left + right))
         letters = batch + left + right
     t, letters = drop_unused(t, letters, set(out))
-    return _arrange(t, letters, out, size) if letters != out or len(out) != t.ndim \
-        else t
+    if letters != out or len(out) != t.ndim:
+        t = _arrange(t, letters, out, size)
+    return alias(t) if t is terms[0][0] else t  # "ij->ij": a view, as PyTorch, not the input
 
 
 def _prod(values):

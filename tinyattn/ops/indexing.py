@@ -39,7 +39,7 @@ from ._launch import check_tensor, copy, copy_into, packed, tensor_from_scalar
 from .compare import ge, le, lt, ne, where
 from .convert import to_dtype
 from .inplace import recorded
-from .layout import Slice, expand, permute, reshape, view
+from .layout import Diagonal, Slice, alias, expand, permute, reshape, view
 from .reduce import sum, sum_to  # noqa: A004
 
 _int64 = _dt.int64
@@ -161,7 +161,7 @@ def flip(x, dims):
     """x with the order of the elements along each of `dims` reversed (a copy, as PyTorch)."""
     check_tensor("flip", x)
     dims = _shapes.normalize_dims("flip", dims, x.ndim)
-    if x.numel() == 0:  # nothing to reorder (index_select would reshape a size-0 dim)
+    if x.numel() == 0 or not dims:  # nothing to reorder: still a copy, as PyTorch
         return x.clone()
     for d in dims:
         n = x.shape[d]
@@ -295,7 +295,7 @@ def getitem(x, index):
         not builtins.any(isinstance(r, int) for r in recipe)
     v = x if identity else Slice.apply(x, recipe, tuple(new_axes))
     if not advanced:
-        return v
+        return alias(x) if identity else v  # x[:] and x[...] are views, never x itself
 
     positions = [p for p, _, _ in advanced]
     idx = [checked_index("index", t, v.shape[p], d) for p, t, d in advanced]
@@ -524,26 +524,21 @@ def repeat_interleave(input, repeats, dim=None, *, output_size=None):  # noqa: A
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):  # noqa: A002
-    """The diagonal of the (dim1, dim2) matrices, as the last dim (a copy with a gradient)."""
+    """The diagonal of the (dim1, dim2) matrices, as the last dim: a view sharing input's
+    memory, as in PyTorch (x.diagonal().fill_(0) zeroes x's diagonal)."""
     check_tensor("diagonal", input)
     d1 = _shapes.normalize_dim("diagonal", dim1, input.ndim)
     d2 = _shapes.normalize_dim("diagonal", dim2, input.ndim)
     if d1 == d2:
         raise RuntimeError(f"diagonal: dim1 and dim2 cannot be the same dimension ({dim1})")
-    rest = [d for d in range(input.ndim) if d not in (d1, d2)]
-    x = input.permute(*rest, d1, d2)                           # (..., n, m)
-    n, m = x.shape[-2], x.shape[-1]
-    k = builtins.max(0, builtins.min(n - builtins.max(0, -offset), m - builtins.max(0, offset)))
-    rows = arange(k) + builtins.max(0, -offset)
-    cols = arange(k) + builtins.max(0, offset)
-    return x[(Ellipsis, rows, cols)]
+    return Diagonal.apply(input, offset, d1, d2)
 
 
 def diag(input, diagonal=0):  # noqa: A002
     """1-D (n,) -> the (n + |k|) square matrix with it on diagonal k; 2-D -> its diagonal k."""
     check_tensor("diag", input)
-    if input.ndim == 2:
-        return globals()["diagonal"](input, diagonal)
+    if input.ndim == 2:  # a copy, unlike diagonal(), as PyTorch's
+        return globals()["diagonal"](input, diagonal).clone()
     if input.ndim != 1:
         raise RuntimeError(f"diag: expected a 1-D or 2-D tensor, got {input.ndim}-D")
     n = input.shape[0] + (diagonal if diagonal >= 0 else -diagonal)

@@ -34,6 +34,18 @@ def _needs_grad(args):
     return any(isinstance(a, Tensor) and a._requires_grad for a in args)
 
 
+def check_overlap(t, op):
+    """Raise, as PyTorch does, when several elements of t are one memory location (t is an
+    expand()ed view): the result of op would depend on the order of the writes. (fill_, zero_
+    and setitem write one value and are allowed, as in PyTorch; masked_fill_ and index_fill_
+    warn there, and tinyattn lets them pass silently.)"""
+    if any(st == 0 and n > 1 for n, st in zip(t.shape, t._strides)):
+        raise RuntimeError(f"{op}: unsupported operation: more than one element of the "
+                           f"written-to tensor refers to a single memory location (a tensor of "
+                           f"shape {list(t.shape)} made by expand()). Please clone() the tensor "
+                           f"before performing the operation.")
+
+
 def recorded(t, op, *args):
     """True when autograd must record an in-place `op` on t (with tensor arguments args);
     raises where PyTorch does, and for views (see the module docstring)."""
@@ -127,11 +139,14 @@ def fill_(t, value):
 
 
 def copy_(t, src):
+    check_overlap(t, "copy_")
     return _assign(t, src, "copy_")
 
 
 def _inplace(op_fn, name):
     def method(t, *args, **kwargs):
+        if name not in ("masked_fill_", "index_fill_"):
+            check_overlap(t, name)
         if recorded(t, name, *args):
             return _record(t, lambda old: op_fn(old, *args, **kwargs), name)
         with no_grad():
@@ -160,10 +175,12 @@ def clamp_(t, min=None, max=None):  # noqa: A002
 
 
 def uniform_(t, a=0.0, b=1.0, generator=None):
+    check_overlap(t, "uniform_")
     return _assign(t, rand(t.shape, dtype=t.dtype, low=a, high=b, generator=generator), "uniform_")
 
 
 def normal_(t, mean=0.0, std=1.0, generator=None):
+    check_overlap(t, "normal_")
     return _assign(t, randn(t.shape, dtype=t.dtype, mean=mean, std=std, generator=generator),
                    "normal_")
 

@@ -5,6 +5,7 @@ Views share the input's buffer and change only (offset, shape, strides):
     Permute   dims reordered (transpose, .T)   dx = g with the inverse permutation
     Expand    broadcast as a stride-0 view     dx = g summed over the broadcast dims
     Slice     a strided sub-view (x[1:5:2])    dx = zeros with g written into the view
+    Diagonal  a diagonal (x.diagonal())        dx = zeros with g written onto the diagonal
 Copies write a new packed buffer:
     Copy      contiguous(), clone()            dx = g
     Cat       tensors joined along a dim       each input's dx is its slice of g
@@ -91,10 +92,18 @@ class View(UnaryFunction):
         return reshape(g, ctx.inputs[0].shape), None, None
 
 
+def alias(x):
+    """A new tensor viewing all of x: where PyTorch's view op changes nothing (a view of the same
+    shape, a squeeze of no size-1 dim, an identity permute) it still returns a new tensor sharing
+    x's memory, never x itself; so does tinyattn (so `.grad`, `requires_grad_()` and `is_leaf` of
+    the result are the view's own, as in PyTorch)."""
+    return View.apply(x, x.shape, x._strides)
+
+
 def view(x, *shape):
     shape = _infer_shape("view", shape_arg(shape), x.numel())
-    if shape == x.shape:
-        return x
+    if shape == x.shape:  # a new view, not x itself (see alias)
+        return View.apply(x, x.shape, x._strides)
     strides = _view_strides(x.shape, x._strides, shape)
     if strides is None:
         raise RuntimeError(f"view: size {shape} is not compatible with the input's shape "
@@ -107,8 +116,8 @@ def reshape(x, *shape):
     """view() when the layout allows it, else a contiguous copy reshaped."""
     check_tensor("reshape", x)
     shape = _infer_shape("reshape", shape_arg(shape), x.numel())
-    if shape == x.shape:
-        return x
+    if shape == x.shape:  # a new view, not x itself (see alias)
+        return View.apply(x, x.shape, x._strides)
     strides = _view_strides(x.shape, x._strides, shape)
     if strides is None:
         x = contiguous(x)
@@ -132,6 +141,8 @@ def flatten(x, start_dim=0, end_dim=-1):
     e = _shapes.normalize_dim("flatten", end_dim, x.ndim)
     if s > e:
         raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+    if s == e:  # nothing to merge: x itself, as PyTorch returns it
+        return x
     return reshape(x, x.shape[:s] + (_shapes.numel(x.shape[s:e + 1]),) + x.shape[e + 1:])
 
 
@@ -155,7 +166,7 @@ def squeeze(x, dim=None):
     else:
         dims = [d for d in _shapes.normalize_dims("squeeze", dim, x.ndim) if x.shape[d] == 1]
     if not dims:
-        return x
+        return alias(x)
     keep = [i for i in range(x.ndim) if i not in dims]
     return View.apply(x, tuple(x.shape[i] for i in keep), tuple(x._strides[i] for i in keep))
 
@@ -186,7 +197,7 @@ def permute(x, *dims):
                          f"tensor of shape {tuple(x.shape)}")
     dims = tuple(d % x.ndim if x.ndim else 0 for d in dims)
     if dims == tuple(range(x.ndim)):
-        return x
+        return alias(x)
     return Permute.apply(x, dims)
 
 
@@ -196,19 +207,19 @@ def transpose(x, dim0, dim1):
     d0 = _shapes.normalize_dim("transpose", dim0, n)
     d1 = _shapes.normalize_dim("transpose", dim1, n)
     if d0 == d1 or n < 2:
-        return x
+        return alias(x)
     dims = list(range(n))
     dims[d0], dims[d1] = d1, d0
     return Permute.apply(x, tuple(dims))
 
 
 def t(x):
-    """torch.t: a 2-D tensor transposed; 0-D and 1-D tensors are returned as they are."""
+    """torch.t: a 2-D tensor transposed; 0-D and 1-D tensors as a view of the same shape."""
     check_tensor("t", x)
     if x.ndim > 2:
         raise ValueError(f"t: expects a tensor with <= 2 dimensions, got a {x.ndim}-d tensor of "
                          f"shape {tuple(x.shape)} (use transpose(dim0, dim1) or mT)")
-    return transpose(x, 0, 1) if x.ndim == 2 else x
+    return transpose(x, 0, 1) if x.ndim == 2 else alias(x)
 
 
 class Expand(UnaryFunction):
@@ -244,7 +255,7 @@ def expand(x, *shape):
     if builtins.any(s < 0 for s in full):
         raise ValueError(f"expand: invalid target shape {shape}")
     full = tuple(full)
-    return x if full == x.shape else Expand.apply(x, full)
+    return alias(x) if full == x.shape else Expand.apply(x, full)
 
 
 def expand_as(x, other):
@@ -264,7 +275,7 @@ def repeat(x, *sizes):
     big = []
     for r, n in zip(sizes, x.shape):
         big += [r, n]
-    y = expand(y, tuple(big))
+    y = Copy.apply(expand(y, tuple(big)))  # always new memory, as PyTorch (repeat(1, 1) too)
     return reshape(y, tuple(r * n for r, n in zip(sizes, x.shape)))
 
 
@@ -306,6 +317,36 @@ def _apply_recipe(shape, strides, offset, recipe, new_axes):
     return tuple(out_shape), tuple(out_strides), offset
 
 
+class Diagonal(UnaryFunction):
+    """The diagonal `offset` of the (d1, d2) matrices as the last dim, a view (x.diagonal()
+    shares x's memory, as in PyTorch);  dx = zeros with g written onto that diagonal."""
+
+    reads_inputs = False  # the gradient needs x's shape, not its values
+
+    @staticmethod
+    def forward(ctx, x, offset, d1, d2):
+        shape, strides, off = _diagonal_layout(x.shape, x._strides, x._offset, offset, d1, d2)
+        return _view(x, _make(x._data, shape, x.dtype, strides, off))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, offset, d1, d2 = ctx.inputs
+        out = _make(_dt.zeros_buffer(g.dtype, x.numel()), x.shape, g.dtype)
+        shape, strides, off = _diagonal_layout(out.shape, out._strides, 0, offset, d1, d2)
+        copy_into(g, out._data, off, strides)
+        return out, None, None, None
+
+
+def _diagonal_layout(shape, strides, off, offset, d1, d2):
+    n, m = shape[d1], shape[d2]
+    k = builtins.max(0, builtins.min(n - builtins.max(0, -offset), m - builtins.max(0, offset)))
+    if k:
+        off += builtins.max(0, -offset) * strides[d1] + builtins.max(0, offset) * strides[d2]
+    rest = [d for d in range(len(shape)) if d not in (d1, d2)]
+    return (tuple(shape[d] for d in rest) + (k,),
+            tuple(strides[d] for d in rest) + (strides[d1] + strides[d2],), off)
+
+
 def narrow(x, dim, start, length):
     check_tensor("narrow", x)
     if isinstance(start, Tensor):
@@ -322,7 +363,7 @@ def narrow(x, dim, start, length):
         raise IndexError(f"narrow: start {start} and length {length} are out of range for "
                          f"dimension {dim} of size {n}")
     if start == 0 and length == n:
-        return x
+        return alias(x)
     recipe = tuple((start, 1, length) if i == d else (0, 1, m) for i, m in enumerate(x.shape))
     return Slice.apply(x, recipe, ())
 
@@ -454,9 +495,7 @@ def cat(tensors, dim=0):
                              f"{tuple(ref.shape)}; all dims except dim {dim} must match")
         dt = _dt.promote_types(dt, t.dtype)
     tensors = [to_dtype(t, dt) for t in tensors]
-    if len(tensors) == 1:
-        return tensors[0]
-    return Cat.apply(d, *tensors)
+    return Cat.apply(d, *tensors)   # a new tensor even for one input, as PyTorch
 
 
 def stack(tensors, dim=0):
@@ -481,7 +520,11 @@ def tile(input, dims):  # noqa: A002
 
 
 def roll(input, shifts, dims=None):  # noqa: A002
-    """Elements shifted along dims, wrapping around (dims None: over the flattened tensor)."""
+    """Elements shifted along dims, wrapping around (dims None: over the flattened tensor).
+
+    Always a new tensor, as PyTorch's: a shift that moves nothing (a multiple of the size, any
+    shift along a size-1 dim) returns a copy, never the input, so writing into the result cannot
+    change the caller's tensor."""
     check_tensor("roll", input)
     if dims is None:
         return roll(input.reshape(-1), shifts, 0).reshape(input.shape)
@@ -498,7 +541,7 @@ def roll(input, shifts, dims=None):  # noqa: A002
         s %= n
         if s:
             out = cat([narrow(out, d, n - s, s), narrow(out, d, 0, n - s)], d)
-    return out
+    return Copy.apply(input) if out is input else out
 
 
 def movedim(input, source, destination):  # noqa: A002
@@ -512,6 +555,8 @@ def movedim(input, source, destination):  # noqa: A002
     dst = [_shapes.normalize_dim("movedim", s, input.ndim) for s in dst]
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
         raise RuntimeError(f"movedim: repeated dim in source {src} or destination {dst}")
+    if input.ndim == 0:  # dim 0 of a 0-d tensor is the tensor: a view of it
+        return alias(input)
     order = [d for d in range(input.ndim) if d not in src]
     for s, t in sorted(zip(dst, src)):
         order.insert(s, t)

@@ -42,7 +42,7 @@ from .indexing import movedim_back, movedim_front
 from .layout import contiguous, expand, reshape
 from .reduce import mean, sum
 from .softmax import log_softmax
-from .compare import gt, lt, where
+from .compare import lt, ne, where
 from .convert import to_dtype
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -345,8 +345,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean",  # n
     if log_target:
         loss = mul(exp(target), sub(target, input))
     else:
-        positive = gt(target, 0.0)
-        safe = where(positive, target, 1.0)             # log(1) = 0 where target is 0
+        # target log target is 0 where target is 0 (log(1) = 0 there) and NaN where it is
+        # negative (log of a negative number), as PyTorch's xlogy
+        safe = where(ne(target, 0.0), target, 1.0)
         loss = sub(mul(target, log(safe)), mul(target, input))
     if reduction == "batchmean":
         n = input.shape[0] if input.ndim else 1

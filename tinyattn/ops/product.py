@@ -40,6 +40,8 @@ def prod(x, dim=None, keepdim=False, dtype=None):
         out = _empty(shape, x.dtype)
         out._data[:] = type(out._data)(out._data.typecode, [1]) * len(out._data)
         return unsqueeze(out, d) if keepdim else out
+    if n == 1:  # nothing to multiply: still new memory, as PyTorch's
+        x = x.clone()
     while n > 1:
         half = n // 2
         paired = mul(narrow(x, d, 0, half), narrow(x, d, half, half))

@@ -49,8 +49,8 @@ def sum_to_size(x, *shape):
         return x
     if not x.dtype.is_floating_point:   # sums of bools and ints count in int64 (PyTorch)
         x = to_dtype(x, _int64)
-    if x.shape == shape:
-        return x
+    if x.shape == shape:  # a 0-d tensor summed to (): new memory, as PyTorch's
+        return Sum.apply(x, (), True)
     lead = x.ndim - len(shape)
     # builtins.any: this module defines the tensor reductions sum / max / min / all / any
     if lead < 0 or builtins.any(n != 1 and n != x.shape[lead + i] for i, n in enumerate(shape)):
@@ -76,6 +76,8 @@ def _runs(dims):
 def _reduce_runs(x, dims, kernel_call):
     """Apply an (O, R, I) reduction kernel to each run of adjacent dims, last run first.
     Returns a packed tensor with the reduced dims kept as size 1."""
+    if not dims:  # a reduction over no dims (a 0-d tensor's): a copy, not x, as PyTorch's
+        return copy(x)
     x = packed(x)
     shape = list(x.shape)
     for start, stop in reversed(_runs(dims)):
@@ -243,7 +245,7 @@ def _max_or_min(x, dim, keepdim, other, want_min):
         return _amax(x, tuple(range(x.ndim)), False, want_min)
     d = _shapes.normalize_dim(name, dim, x.ndim)
     if x.ndim == 0:
-        return MaxResult(x, tensor_from_scalar(0, _int64))
+        return MaxResult(x.clone(), tensor_from_scalar(0, _int64))  # new memory, as PyTorch's
     if x.dtype is _dt.bool or _dt.computes_in_int64(x.dtype):
         # bool on 0 / 1, uint8 / int32 as int64 (dtypes.py); given back in x's dtype (PyTorch's)
         values, indices = _max_or_min(to_dtype(x, _int64), d, keepdim, None, want_min)
