@@ -277,46 +277,65 @@ def backward(root, gradient=None, retain_graph=False):
     """Accumulate d(root)/d(leaf) into `leaf.grad` for every leaf that requires grad.
 
     `gradient` is d(loss)/d(root); it may be omitted only when root holds a single element."""
+    _run(root, _seed("backward", root, gradient), retain_graph)
+
+
+def _seed(op, root, gradient):
+    """The gradient the backward pass starts from at `root`, checked."""
     if not root._requires_grad:
         raise RuntimeError(
-            "backward: this tensor does not require grad and has no grad_fn, so there is nothing to "
-            "differentiate; create the inputs with requires_grad=True (and not under no_grad())")
+            f"{op}: this tensor does not require grad and has no grad_fn, so there is nothing to "
+            f"differentiate; create the inputs with requires_grad=True (and not under no_grad())")
     if gradient is None:
         if root.numel() != 1:
             raise RuntimeError(
-                f"backward: grad can be implicitly created only for a tensor with one element, "
+                f"{op}: grad can be implicitly created only for a tensor with one element, "
                 f"but this one has shape {tuple(root.shape)}; pass gradient= of the same shape")
-        gradient = _ones_like(root)
-    else:
-        if not isinstance(gradient, Tensor):
-            raise TypeError(f"backward: gradient must be a Tensor, got {type(gradient).__name__}")
-        if gradient.shape != root.shape:
-            raise RuntimeError(f"backward: gradient has shape {tuple(gradient.shape)} but the tensor "
-                               f"has shape {tuple(root.shape)}")
-        if gradient.dtype is not root.dtype:
-            gradient = gradient.to(root.dtype)
+        return _ones_like(root)
+    if not isinstance(gradient, Tensor):
+        raise TypeError(f"{op}: gradient must be a Tensor, got {type(gradient).__name__}")
+    if gradient.shape != root.shape:
+        raise RuntimeError(f"{op}: gradient has shape {tuple(gradient.shape)} but the tensor "
+                           f"has shape {tuple(root.shape)}")
+    return gradient if gradient.dtype is root.dtype else gradient.to(root.dtype)
+
+
+def _run(root, gradient, retain_graph, capture=None):
+    """The backward pass from `root` (a tensor, or an `_Outputs` of several with `gradient` a
+    {node: gradient} dict). Without `capture` the leaves' gradients go into `.grad`; with it
+    (grad()) only the gradients of the tensors in `capture` ({id: tensor}) are collected and
+    returned as {id: gradient}, and no `.grad` changes."""
     prev = (_mode.grad, _mode.inference)
     _set(False, prev[1])  # backward formulas build no graph (in this thread only)
+    found = {}
     try:
-        if root.grad_fn is None:  # a leaf: d(root)/d(root) = gradient
-            _accumulate_leaf(root, gradient, gradient)
-            return
-        grads = {root.grad_fn: gradient}
+        if isinstance(root, Tensor) and root.grad_fn is None:   # a leaf: d(root)/d(root)
+            if capture is None:
+                _accumulate_leaf(root, gradient, gradient)
+            elif id(root) in capture:
+                found[id(root)] = gradient
+            return found
+        grads = gradient if isinstance(root, _Outputs) else {root.grad_fn: gradient}
+        order = _topological_order(root if isinstance(root, _Outputs) else root.grad_fn)
+        if capture is not None:
+            order, at = _needed(order, capture), {id(t.grad_fn): t for t in capture.values()}
         # Sums this pass allocated itself (id -> tensor): nothing else refers to them, so a third
         # contribution can be added into them in place instead of allocating a new sum each time
         # (the encoder outputs of a seq2seq model get one contribution per decoder step).
         owned = {}
-        for node in _topological_order(root.grad_fn):
+        for node in order:
             g = grads.pop(node, None)
             if g is None:  # no path from root carries a gradient here
                 continue
             owned.pop(id(g), None)  # handed to backward: it may pass g on to several inputs
+            if capture is not None and id(node) in at:   # the gradient of a non-leaf asked for
+                found[id(at[id(node)])] = g
             if node.saved_tensors is _FREED:
                 raise RuntimeError(
                     f"backward: trying to backward through the graph a second time ({node.name()} "
                     f"was already used and its saved tensors freed); call the first backward() with "
                     f"retain_graph=True if you need to backward twice")
-            if node._retained is not None:
+            if node._retained is not None and capture is None:
                 out = node._retained()
                 if out is not None:
                     out.grad = g if out.grad is None else out.grad + g
@@ -336,7 +355,11 @@ def backward(root, gradient=None, retain_graph=False):
                         f"backward: {node.name()} returned a gradient of shape {tuple(gi.shape)} "
                         f"({gi.dtype}) for an input of shape {tuple(inp.shape)} ({inp.dtype})")
                 if child is None:
-                    _accumulate_leaf(inp, gi, g, owned, add_into)
+                    if capture is None:
+                        _accumulate_leaf(inp, gi, g, owned, add_into)
+                    elif id(inp) in capture:
+                        before = found.get(id(inp))
+                        found[id(inp)] = gi if before is None else before + gi
                 else:
                     prev_g = grads.get(child)
                     if prev_g is None:
@@ -347,8 +370,94 @@ def backward(root, gradient=None, retain_graph=False):
                         total = prev_g + gi
                         owned[id(total)] = total
                         grads[child] = total
+        return found
     finally:
         _set(*prev)
+
+
+def backward_into(root, gradient, retain_graph, create_graph, inputs):
+    """Tensor.backward(inputs=...): accumulate into the `.grad` of `inputs` only."""
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    if not inputs:
+        raise RuntimeError("backward: 'inputs' argument to backward() cannot be empty.")
+    grads = grad(root, inputs, gradient, retain_graph, create_graph, allow_unused=True)
+    for t, g in zip(inputs, grads):
+        if g is not None:
+            t.grad = g.clone() if t.grad is None else t.grad + g
+
+
+class _Outputs:
+    """A stand-in node whose inputs are the grad_fns of several outputs (grad() of a tuple)."""
+
+    def __init__(self, nodes):
+        self._next = tuple(nodes)
+
+
+def _needed(order, capture):
+    """The nodes of `order` that a gradient asked for flows through: grad() runs only these."""
+    targets = {id(t.grad_fn) for t in capture.values() if t.grad_fn is not None}
+    needed = set()
+    for node in reversed(order):            # producers first
+        if isinstance(node, _Outputs):
+            continue
+        if id(node) in targets or any(
+                (child is None and id(inp) in capture) or id(child) in needed
+                for inp, child in zip(node.inputs, next_functions(node)) if isinstance(inp, Tensor)):
+            needed.add(id(node))
+    return [node for node in order if id(node) in needed]
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """The gradients of `outputs` with respect to `inputs`, returned, not accumulated in `.grad`
+    (PyTorch's torch.autograd.grad).
+
+    sum over outputs o of (d o / d input)^T grad_outputs[o]; grad_outputs may be omitted for
+    outputs of one element. An input no output depends on raises, unless allow_unused (then its
+    gradient is None, or zeros with materialize_grads). Differs from PyTorch: create_graph=True
+    (gradients of gradients) and is_grads_batched are not implemented, and raise saying so."""
+    if create_graph:
+        raise NotImplementedError(
+            "grad: create_graph=True (differentiating the backward pass itself, for gradients of "
+            "gradients) is not implemented in tinyattn; first-order grad() works")
+    if is_grads_batched:
+        raise NotImplementedError("grad: is_grads_batched=True is not implemented in tinyattn")
+    outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
+    single = isinstance(inputs, Tensor)
+    inputs = (inputs,) if single else tuple(inputs)
+    if grad_outputs is None or isinstance(grad_outputs, Tensor):
+        grad_outputs = (grad_outputs,) * len(outputs) if grad_outputs is None else (grad_outputs,)
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"grad: got {len(grad_outputs)} grad_outputs for {len(outputs)} outputs")
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor) or not t._requires_grad:
+            raise RuntimeError(f"grad: input {i} does not require grad (One of the "
+                               f"differentiated Tensors does not require grad)")
+    capture = {id(t): t for t in inputs}
+    seeds = {}
+    found = {}
+    for i, (o, go) in enumerate(zip(outputs, grad_outputs)):
+        g = _seed(f"grad (output {i})", o, go)
+        if o.grad_fn is None:
+            if id(o) in capture:
+                found[id(o)] = g if id(o) not in found else found[id(o)] + g
+        else:
+            seeds[o.grad_fn] = g if o.grad_fn not in seeds else seeds[o.grad_fn] + g
+    if seeds:
+        more = _run(_Outputs(seeds), seeds, bool(retain_graph), capture)
+        for k, g in more.items():
+            found[k] = g if k not in found else found[k] + g
+    result = []
+    for i, t in enumerate(inputs):
+        g = found.get(id(t))
+        if g is None and not (allow_unused or materialize_grads):
+            raise RuntimeError(f"grad: input {i} (shape {tuple(t.shape)}) appears to not have "
+                               f"been used in the graph. Set allow_unused=True if this is the "
+                               f"desired behavior.")
+        if g is None and materialize_grads:
+            g = _make(array(t.dtype.typecode, [0]) * t.numel(), t.shape, t.dtype)
+        result.append(g)
+    return tuple(result)
 
 
 def _accumulate_leaf(leaf, gi, upstream, owned=None, add_into=None):

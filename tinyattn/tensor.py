@@ -74,9 +74,13 @@ class Tensor(TensorBase):
         return self.transpose(-2, -1)
 
     # ------------------------------------------------------------------ autograd
-    def backward(self, gradient=None, retain_graph=False):
-        """Compute d(self)/d(leaf) for every leaf that requires grad, accumulating into `.grad`."""
-        _ag.backward(self, gradient, retain_graph)
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Compute d(self)/d(leaf) for every leaf that requires grad (only for `inputs`, when
+        given), accumulating into `.grad`. create_graph=True is not implemented (autograd.grad)."""
+        if create_graph or inputs is not None:
+            _ag.backward_into(self, gradient, retain_graph, create_graph, inputs)
+        else:
+            _ag.backward(self, gradient, bool(retain_graph))
 
     @property
     def _version(self):
