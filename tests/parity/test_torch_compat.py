@@ -168,6 +168,24 @@ def test_as_torch_runs_an_unchanged_pytorch_script(tmp_path):
     assert bad.returncode == 2 and "no such file" in bad.stderr
 
 
+def test_as_torch_names_the_layers_where_pytorch_defines_them(tmp_path):
+    script = tmp_path / "paths.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        import torch.nn.modules.rnn
+        from torch.nn.modules.container import Sequential
+        m = Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.1))
+        assert isinstance(m[0], torch.nn.modules.linear.Linear)
+        assert torch.nn.modules.rnn.LSTM is torch.nn.LSTM
+        assert torch.nn.modules.dropout.Dropout is torch.nn.Dropout
+        assert torch.nn.modules.module.Module is torch.nn.Module
+        print("ok")
+    """))
+    run = subprocess.run([sys.executable, "-m", "tinyattn.as_torch", str(script)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr
+
+
 def test_as_torch_refuses_when_pytorch_is_already_imported():
     torch = pytest.importorskip("torch")
     assert sys.modules["torch"] is torch
