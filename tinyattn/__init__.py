@@ -38,7 +38,8 @@ from .creation import (BoolTensor, ByteTensor, DoubleTensor, FloatTensor, IntTen
                        arange, as_tensor, asarray, bernoulli, empty, empty_like, eye, from_numpy,
                        frombuffer, full, full_like, linspace, ones, ones_like, rand, rand_like,
                        randint, randn, randn_like, randperm, tensor, zeros, zeros_like)
-from .ops.arithmetic import (add, arctan2, atan2, clamp, clip, div,  # noqa: A004
+from .ops.angle import arctan2, atan2
+from .ops.arithmetic import (add, clamp, clip, div,  # noqa: A004
                              floor_divide, maximum, minimum, mul, pow, remainder, round, rsub,
                              sign, square, sub)
 from .ops.compare import (bitwise_and, bitwise_not, bitwise_or, bitwise_xor, eq, ge, gt, le,

@@ -119,6 +119,10 @@ class Function:
     # Does backward read the values of the Tensor inputs? Ops whose gradient does not depend on
     # them (add, views, sums, ...) set False, so changing such an input in place is allowed.
     reads_inputs = True
+    # Is backward itself differentiable when grad mode is on (create_graph=True), i.e. written
+    # with recorded ops on tensors that carry their graph? Ops that say so opt in; any other op
+    # met while differentiating a backward pass raises instead of giving a wrong 2nd derivative.
+    differentiable_backward = False
 
     @classmethod
     def apply(cls, *args):
@@ -300,13 +304,14 @@ def _seed(op, root, gradient):
     return gradient if gradient.dtype is root.dtype else gradient.to(root.dtype)
 
 
-def _run(root, gradient, retain_graph, capture=None):
+def _run(root, gradient, retain_graph, capture=None, create_graph=False):
     """The backward pass from `root` (a tensor, or an `_Outputs` of several with `gradient` a
     {node: gradient} dict). Without `capture` the leaves' gradients go into `.grad`; with it
     (grad()) only the gradients of the tensors in `capture` ({id: tensor}) are collected and
-    returned as {id: gradient}, and no `.grad` changes."""
+    returned as {id: gradient}, and no `.grad` changes. With create_graph the backward formulas
+    are recorded too, so the gradients can be differentiated again."""
     prev = (_mode.grad, _mode.inference)
-    _set(False, prev[1])  # backward formulas build no graph (in this thread only)
+    _set(create_graph, prev[1])  # backward formulas build no graph (in this thread only)
     found = {}
     try:
         if isinstance(root, Tensor) and root.grad_fn is None:   # a leaf: d(root)/d(root)
@@ -322,7 +327,7 @@ def _run(root, gradient, retain_graph, capture=None):
         # Sums this pass allocated itself (id -> tensor): nothing else refers to them, so a third
         # contribution can be added into them in place instead of allocating a new sum each time
         # (the encoder outputs of a seq2seq model get one contribution per decoder step).
-        owned = {}
+        owned = {} if not create_graph else _NOTHING_OWNED   # graph gradients: no in-place sums
         for node in order:
             g = grads.pop(node, None)
             if g is None:  # no path from root carries a gradient here
@@ -341,6 +346,10 @@ def _run(root, gradient, retain_graph, capture=None):
                     out.grad = g if out.grad is None else out.grad + g
             if _CLOCK != node._clock:    # something was written in place since node was made
                 _check_versions(node)
+            if create_graph and not node.differentiable_backward:
+                raise NotImplementedError(
+                    f"create_graph=True: the backward of {node.name()} is not differentiable in "
+                    f"tinyattn yet (gradients of gradients go through {_double_ops()} so far)")
             in_grads = node.backward(node, g)
             if not isinstance(in_grads, tuple):
                 in_grads = (in_grads,)
@@ -376,7 +385,12 @@ def _run(root, gradient, retain_graph, capture=None):
 
 
 def backward_into(root, gradient, retain_graph, create_graph, inputs):
-    """Tensor.backward(inputs=...): accumulate into the `.grad` of `inputs` only."""
+    """Tensor.backward(inputs=..., create_graph=...): accumulate into the `.grad` of `inputs`
+    only, or of every leaf; with create_graph the gradients carry their own graph."""
+    if inputs is None:           # backward(create_graph=True): every leaf, graph-carrying gradients
+        _run(root, _seed("backward", root, gradient),
+             bool(create_graph if retain_graph is None else retain_graph), None, create_graph)
+        return
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     if not inputs:
         raise RuntimeError("backward: 'inputs' argument to backward() cannot be empty.")
@@ -384,6 +398,27 @@ def backward_into(root, gradient, retain_graph, create_graph, inputs):
     for t, g in zip(inputs, grads):
         if g is not None:
             t.grad = g.clone() if t.grad is None else t.grad + g
+
+
+class _NothingOwned(dict):
+    """The `owned` of a create_graph pass: holds nothing, so every sum is a new recorded op."""
+
+    def __setitem__(self, key, value):
+        pass
+
+
+_NOTHING_OWNED = _NothingOwned()
+
+
+def _double_ops():
+    names = set()
+    stack = [Function]
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        if cls.__dict__.get("differentiable_backward"):
+            names.add(cls.__name__)
+    return ", ".join(sorted(names))
 
 
 class _Outputs:
@@ -414,12 +449,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
     sum over outputs o of (d o / d input)^T grad_outputs[o]; grad_outputs may be omitted for
     outputs of one element. An input no output depends on raises, unless allow_unused (then its
-    gradient is None, or zeros with materialize_grads). Differs from PyTorch: create_graph=True
-    (gradients of gradients) and is_grads_batched are not implemented, and raise saying so."""
-    if create_graph:
-        raise NotImplementedError(
-            "grad: create_graph=True (differentiating the backward pass itself, for gradients of "
-            "gradients) is not implemented in tinyattn; first-order grad() works")
+    gradient is None, or zeros with materialize_grads). With create_graph=True the gradients are
+    themselves differentiable (Hessian-vector products, gradient penalties), through the ops
+    whose backward opts in (`differentiable_backward`); any other op raises. Differs from
+    PyTorch: is_grads_batched is not implemented, and raises saying so."""
     if is_grads_batched:
         raise NotImplementedError("grad: is_grads_batched=True is not implemented in tinyattn")
     outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
@@ -444,7 +477,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         else:
             seeds[o.grad_fn] = g if o.grad_fn not in seeds else seeds[o.grad_fn] + g
     if seeds:
-        more = _run(_Outputs(seeds), seeds, bool(retain_graph), capture)
+        retain = create_graph if retain_graph is None else retain_graph
+        more = _run(_Outputs(seeds), seeds, bool(retain), capture, create_graph)
         for k, g in more.items():
             found[k] = g if k not in found else found[k] + g
     result = []

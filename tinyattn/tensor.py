@@ -18,6 +18,7 @@ from . import storage as _storage
 from ._format import format_tensor
 from .ops import blend as _blend
 from .ops import convert as _cv
+from .ops import angle as _angle
 from .ops import arithmetic as _ar
 from .ops import compare as _cmp
 from .ops import indexing as _idx
@@ -76,7 +77,7 @@ class Tensor(TensorBase):
     # ------------------------------------------------------------------ autograd
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Compute d(self)/d(leaf) for every leaf that requires grad (only for `inputs`, when
-        given), accumulating into `.grad`. create_graph=True is not implemented (autograd.grad)."""
+        given), accumulating into `.grad`; with create_graph the gradients are differentiable."""
         if create_graph or inputs is not None:
             _ag.backward_into(self, gradient, retain_graph, create_graph, inputs)
         else:
@@ -450,8 +451,8 @@ class Tensor(TensorBase):
     def erf(self): return _un.erf(self)
     def atan(self): return _un.atan(self)
     def arctan(self): return _un.atan(self)
-    def atan2(self, other): return _ar.atan2(self, other)
-    def arctan2(self, other): return _ar.atan2(self, other)
+    def atan2(self, other): return _angle.atan2(self, other)
+    def arctan2(self, other): return _angle.atan2(self, other)
     def prod(self, dim=None, keepdim=False, dtype=None):
         return _prod.prod(self, dim, keepdim, dtype)
     def __eq__(self, other): return _cmp.eq(self, other)

@@ -58,10 +58,10 @@ def test_the_graph_is_freed_unless_retained():
         autograd.grad(y, x)
 
 
-def test_create_graph_says_it_is_not_implemented():
+def test_batched_grad_outputs_say_they_are_not_implemented():
     x, _ = _leaves()
-    with pytest.raises(NotImplementedError, match="create_graph=True"):
-        autograd.grad((x * x).sum(), x, create_graph=True)
+    with pytest.raises(NotImplementedError, match="is_grads_batched"):
+        autograd.grad((x * x).sum(), x, is_grads_batched=True)
 
 
 def test_backward_with_inputs_accumulates_into_those_only():

@@ -1,7 +1,7 @@
 """Arithmetic: a + b, a - b, a * b, a / b, a ** b, maximum, minimum, remainder, ..., with
 broadcasting and PyTorch's type promotion.
 
-    Add Sub Mul Div Pow Maximum Minimum Atan2   a (op) b, both Tensors, broadcast (NumPy rules)
+    Add Sub Mul Div Pow Maximum Minimum   a (op) b, both Tensors, broadcast (NumPy rules)
     ScalarOp    x (op) c for a Python number c (no 1-element buffer, no broadcasting)
     remainder, floor_divide   integer-valued: remainder has PyTorch's gradient, floor_divide none
     clamp, sign, round, square, reciprocal   built on the above and on ops/unary.py
@@ -19,7 +19,7 @@ import math
 from .. import _shapes
 from .. import backend
 from .. import dtypes as _dt
-from ..autograd import BinaryFunction, Function, UnaryFunction, no_grad
+from ..autograd import BinaryFunction, Function, UnaryFunction, is_grad_enabled, no_grad
 from ..storage import TensorBase as Tensor, _empty
 from ._launch import (check_tensor, need_tensors, other_operand, tensor_from_scalar,
                       times_alpha, views4)
@@ -137,6 +137,8 @@ class Div(BinaryFunction):
         b, out = ctx.saved_tensors
         a = ctx.inputs[0]
         na, nb = ctx.needs_input_grad
+        if is_grad_enabled():   # create_graph=True: out's graph is a's and b's, written out
+            out = div(a, b)
         ga = sum_to(div(g, b), a.shape) if na else None
         gb = sum_to(neg(div(mul(g, out), b)), b.shape) if nb else None
         return ga, gb
@@ -193,41 +195,6 @@ class Minimum(Maximum):
     op = MINIMUM
 
 
-class Atan2(BinaryFunction):
-    """out = atan2(a, b), the angle of the point (x = b, y = a) in (-pi, pi];
-    da = g * b / (a^2 + b^2),  db = -g * a / (a^2 + b^2)  (NaN at a = b = 0, as PyTorch)."""
-
-    reads_inputs = False
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return _binary_forward(ATAN2, a, b)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        na, nb = ctx.needs_input_grad
-        r = reciprocal(add(mul(a, a), mul(b, b)))
-        return (sum_to(mul(mul(g, b), r), a.shape) if na else None,
-                sum_to(mul(mul(g, neg(a)), r), b.shape) if nb else None)
-
-
-def atan2(input, other):  # noqa: A002 - PyTorch's argument names
-    """The angle of the point (x = other, y = input), elementwise, in (-pi, pi] (broadcasting;
-    integer and bool inputs give float32, as PyTorch). Gradient: see Atan2."""
-    need_tensors("atan2", input, other)
-    dt = _dt.promote_types(input.dtype, other.dtype)
-    if not dt.is_floating_point:
-        dt = _float32
-    a = input if input.dtype is dt else to_dtype(input, dt)
-    b = other if other.dtype is dt else to_dtype(other, dt)
-    return Atan2.apply(a, b)
-
-
-arctan2 = atan2
-
-
 class ScalarOp(UnaryFunction):
     """out = x (op) c or c (op) x for a Python number c: no 1-element buffer, no broadcasting.
 
@@ -264,10 +231,18 @@ class ScalarOp(UnaryFunction):
             if not reverse:
                 return mul(g, 1.0 / c), None, None, None
             xs, out = ctx.saved_tensors
+            if is_grad_enabled():    # create_graph=True: c / x recorded, on x's graph
+                xs, out = x, _scalar_op(DIV, x, c, reverse=True)
             return neg(div(mul(g, out), xs)), None, None, None
         _, out = ctx.saved_tensors  # POW2 with reverse: c ** x
+        if is_grad_enabled():
+            out = _scalar_op(POW2, x, c, reverse=True)
         return mul(mul(g, out), math.log(c) if c > 0 else math.nan), None, None, None
 
+
+# Their backward formulas are recorded ops, differentiable again (create_graph=True).
+Add.differentiable_backward = Sub.differentiable_backward = Mul.differentiable_backward = True
+Div.differentiable_backward = ScalarOp.differentiable_backward = True
 
 def _scalar_op(op, x, c, reverse=False):
     dt = _dt.scalar_result_type(x.dtype, c)

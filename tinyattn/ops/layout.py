@@ -427,6 +427,11 @@ class Copy(UnaryFunction):
         return g
 
 
+# Their backward formulas are recorded ops, differentiable again (create_graph=True).
+View.differentiable_backward = Permute.differentiable_backward = True
+Expand.differentiable_backward = Copy.differentiable_backward = True
+
+
 def contiguous(x):
     return x if x._packed else Copy.apply(x)
 

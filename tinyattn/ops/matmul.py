@@ -17,7 +17,7 @@ Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 from .. import _shapes
 from .. import backend
 from .. import dtypes as _dt
-from ..autograd import BinaryFunction, Function
+from ..autograd import BinaryFunction, Function, is_grad_enabled
 from ..storage import TensorBase as Tensor, _empty, _make
 from ._launch import check_tensor, expanded_copy, packed, transposed
 from .layout import reshape, squeeze, transpose, unsqueeze
@@ -91,7 +91,7 @@ class MatMul(BinaryFunction):
         a, b = ctx.inputs
         na, nb = ctx.needs_input_grad
         ga = gb = None
-        if na and nb and a.ndim == 2 and b.ndim == 2:  # two products of equal work, one per core
+        if na and nb and a.ndim == 2 and b.ndim == 2 and not is_grad_enabled():  # one per core
             return mm_pair_raw(g, transposed(b), transposed(a), g)
         if na:
             ga = sum_to(matmul(g, transpose(b, -1, -2)), a.shape)
@@ -217,6 +217,11 @@ class Linear(Function):
     def backward(ctx, g):
         x, weight, bias = ctx.inputs
         need_x, need_w, need_b = ctx.needs_input_grad
+        if is_grad_enabled():    # create_graph=True: the same products as recorded ops
+            g2, x2 = reshape(g, (-1, weight.shape[0])), reshape(x, (-1, weight.shape[1]))
+            return (matmul(g, weight) if need_x else None,
+                    matmul(transpose(g2, 0, 1), x2) if need_w else None,
+                    sum(g2, 0) if need_b else None)
         x2 = ctx.x2
         g2 = _make(packed(g)._data, (x2.shape[0], weight.shape[0]), g.dtype)  # (N, out)
         if need_x and need_w:   # two products of equal work: one on each core
@@ -227,6 +232,10 @@ class Linear(Function):
             dw = mm_raw(transposed(g2), x2) if need_w else None  # (out, in)
         db = _sum(g2, (0,), keepdim=False) if need_b else None
         return dx, dw, db
+
+
+# Their backward formulas are recorded ops, differentiable again (create_graph=True).
+MatMul.differentiable_backward = Linear.differentiable_backward = True
 
 
 def linear(input, weight, bias=None):  # noqa: A002 - PyTorch's argument names

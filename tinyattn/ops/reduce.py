@@ -21,7 +21,7 @@ from collections import namedtuple
 
 from .. import _shapes
 from .. import dtypes as _dt
-from ..autograd import UnaryFunction, no_grad
+from ..autograd import UnaryFunction, is_grad_enabled, no_grad
 from .. import backend
 from ..storage import TensorBase as Tensor, _empty, _make, _zeros
 from ._launch import check_tensor, copy, packed, shape_arg, tensor_from_scalar
@@ -31,13 +31,15 @@ _float64, _int64 = _dt.float64, _dt.int64
 
 
 def sum_to(g, shape):
-    """Sum g over the dimensions along which a tensor of `shape` was broadcast to g.shape (no graph:
-    this is for backward formulas)."""
+    """Sum g over the dimensions along which a tensor of `shape` was broadcast to g.shape: for
+    backward formulas, so with no graph unless one is being built (create_graph=True)."""
     if g.shape == shape:
         return g
     lead = len(g.shape) - len(shape)
     dims = tuple(range(lead)) + tuple(
         lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
+    if is_grad_enabled() and g.requires_grad:       # create_graph=True: a recorded sum
+        return Sum.apply(g, dims, True).reshape(shape) if dims else g.reshape(shape)
     s = _sum(g, dims, keepdim=True) if dims else g
     return _make(s._data, shape, s.dtype) if s.shape != shape else s
 
@@ -127,6 +129,10 @@ class Sum(UnaryFunction):
         if not keepdim:
             g = g.view(tuple(1 if i in dims else n for i, n in enumerate(x.shape)))
         return g.expand(x.shape), None, None
+
+
+# Its backward formula is recorded ops, differentiable again (create_graph=True).
+Sum.differentiable_backward = True
 
 
 def sum(x, dim=None, keepdim=False, dtype=None):  # noqa: A001 - PyTorch's name

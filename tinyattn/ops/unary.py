@@ -16,7 +16,7 @@ import math
 
 from .. import backend
 from .. import dtypes as _dt
-from ..autograd import Function, UnaryFunction, no_grad
+from ..autograd import Function, UnaryFunction, is_grad_enabled, no_grad
 from ..storage import TensorBase as Tensor, _empty, _make
 from ._launch import check_tensor, packed, views4
 from .compare import eq, gt, logical_not, logical_or, ne, where
@@ -70,12 +70,48 @@ class Unary(UnaryFunction):
     def backward(ctx, g):
         x, y = ctx.saved_tensors
         _, op, p1, p2 = ctx.inputs
+        if is_grad_enabled():    # create_graph=True: the formula as recorded ops on x's graph
+            return _recorded_backward(ctx, ctx.inputs[0], g), None, None, None
         x, g = packed(x), packed(g)
         out = _empty(x.shape, x.dtype)
         backend.elementwise.unary_backward(op, p1, p2, g._data, x._data, y._data, out._data,
                                            len(out._data))
         return out, None, None, None
 
+
+def _recorded_backward(ctx, x, g):
+    """dx = g f'(x) written with recorded ops (Tensor methods), so that it can be differentiated
+    again: the create_graph=True path. The kernel's formula is the fast path otherwise."""
+    _, op, p1, _ = ctx.inputs
+    if op == NEG:
+        return -g
+    if op == EXP:
+        return g * x.exp()
+    if op == LOG:
+        return g / x
+    if op == SQRT:
+        return g * 0.5 / x.sqrt()
+    if op == TANH:
+        return g * (1.0 - x.tanh() ** 2)
+    if op == SIGMOID:
+        s = x.sigmoid()
+        return g * s * (1.0 - s)
+    if op == RELU:
+        return g * (x > 0).to(g.dtype)
+    if op == SIN:
+        return g * x.cos()
+    if op == COS:
+        return -g * x.sin()
+    if op == ABS:
+        return g * x.sign()
+    if op == POW:
+        return g * p1 * x ** (p1 - 1)
+    raise NotImplementedError(f"create_graph=True: the backward of {ctx.name()} is not "
+                              f"differentiable in tinyattn yet")
+
+
+# Under create_graph=True its backward is _recorded_backward: recorded ops, for the ops it writes.
+Unary.differentiable_backward = True
 
 _UNARY_NAMES = {NEG: "Neg", ABS: "Abs", EXP: "Exp", LOG: "Log", SQRT: "Sqrt", TANH: "Tanh",
                 SIGMOID: "Sigmoid", RELU: "Relu", GELU: "Gelu", GELU_TANH: "Gelu",
