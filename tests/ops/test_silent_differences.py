@@ -1,6 +1,7 @@
 """Small cases where a different value, dtype or acceptance would pass unnoticed: add with a
-bool alpha, INT64_MIN // -1, kl_div of a negative target, a write through an expanded view,
-to() and div_() arguments. Each is checked by hand and, where PyTorch is installed, against it."""
+bool alpha, a bool tensor times True, INT64_MIN // -1, kl_div of a negative target, a write
+through an expanded view, to() and div_() arguments, softmax without dim, masked_fill with a
+larger mask. Each is checked by hand and, where PyTorch is installed, against it."""
 import math
 
 import pytest
@@ -20,6 +21,8 @@ def _lib_cases(lib, F_):
         ("add(bool, bool, alpha=False) stays bool", lambda: lib.add(b, b, alpha=False)),
         ("add(bool, bool, alpha=True)", lambda: lib.add(b, b, alpha=True)),
         ("add(bool, bool, alpha=2) is a logical or", lambda: lib.add(b, b, alpha=2)),
+        ("bool tensor * True stays bool", lambda: b * True),
+        ("bool tensor + False stays bool", lambda: b + False),
         ("INT64_MIN // -1 wraps to INT64_MIN", lambda: x // -1),
         ("INT64_MIN // tensor(-1)", lambda: x // lib.tensor([-1, -1, -1])),
         ("div(INT64_MIN, -1, rounding_mode='floor')",
@@ -44,6 +47,8 @@ EXPECTED = {   # by hand
     "add(bool, bool, alpha=False) stays bool": ([True, False], "bool"),
     "add(bool, bool, alpha=True)": ([True, False], "bool"),
     "add(bool, bool, alpha=2) is a logical or": ([True, False], "bool"),
+    "bool tensor * True stays bool": ([True, False], "bool"),
+    "bool tensor + False stays bool": ([True, False], "bool"),
     "INT64_MIN // -1 wraps to INT64_MIN": ([INT64_MIN, -7, 7], "int64"),
     "INT64_MIN // tensor(-1)": ([INT64_MIN, -7, 7], "int64"),
     "div(INT64_MIN, -1, rounding_mode='floor')": ([INT64_MIN, -7, 7], "int64"),
@@ -62,7 +67,8 @@ def test_value_and_dtype_by_hand(name):
     got = _seen(dict(_lib_cases(ta, F))[name]())
     want = EXPECTED[name]
     assert got[1] == want[1]
-    assert [v if not isinstance(v, float) else pytest.approx(v, abs=1e-5) for v in want[0]] == got[0]
+    assert [v if not isinstance(v, float) else pytest.approx(v, abs=1e-5)
+            for v in want[0]] == got[0]
 
 
 @pytest.mark.parametrize("name", NAMES)

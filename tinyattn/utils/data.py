@@ -291,7 +291,8 @@ class DataLoader:
                  "persistent_workers option needs num_workers > 0"),
                 (prefetch_factor is not None and not num_workers,
                  "prefetch_factor option could only be specified in multiprocessing: let "
-                 "num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None"),
+                 "num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to "
+                 "None"),
                 (multiprocessing_context is not None and not num_workers,
                  f"multiprocessing_context can only be used with multi-process loading "
                  f"(num_workers > 0), but got num_workers={num_workers}"),
