@@ -1,6 +1,7 @@
 """Small cases where a different value, dtype or acceptance would pass unnoticed: add with a
-bool alpha, INT64_MIN // -1, kl_div of a negative target, a write through an expanded view,
-to() and div_() arguments. Each is checked by hand and, where PyTorch is installed, against it."""
+bool alpha, a bool tensor times True, INT64_MIN // -1, kl_div of a negative target, a write
+through an expanded view, to() and div_() arguments, softmax without dim, masked_fill with a
+larger mask. Each is checked by hand and, where PyTorch is installed, against it."""
 import math
 
 import pytest
@@ -20,6 +21,8 @@ def _lib_cases(lib, F_):
         ("add(bool, bool, alpha=False) stays bool", lambda: lib.add(b, b, alpha=False)),
         ("add(bool, bool, alpha=True)", lambda: lib.add(b, b, alpha=True)),
         ("add(bool, bool, alpha=2) is a logical or", lambda: lib.add(b, b, alpha=2)),
+        ("bool tensor * True stays bool", lambda: b * True),
+        ("bool tensor + False stays bool", lambda: b + False),
         ("INT64_MIN // -1 wraps to INT64_MIN", lambda: x // -1),
         ("INT64_MIN // tensor(-1)", lambda: x // lib.tensor([-1, -1, -1])),
         ("div(INT64_MIN, -1, rounding_mode='floor')",
@@ -44,6 +47,8 @@ EXPECTED = {   # by hand
     "add(bool, bool, alpha=False) stays bool": ([True, False], "bool"),
     "add(bool, bool, alpha=True)": ([True, False], "bool"),
     "add(bool, bool, alpha=2) is a logical or": ([True, False], "bool"),
+    "bool tensor * True stays bool": ([True, False], "bool"),
+    "bool tensor + False stays bool": ([True, False], "bool"),
     "INT64_MIN // -1 wraps to INT64_MIN": ([INT64_MIN, -7, 7], "int64"),
     "INT64_MIN // tensor(-1)": ([INT64_MIN, -7, 7], "int64"),
     "div(INT64_MIN, -1, rounding_mode='floor')": ([INT64_MIN, -7, 7], "int64"),
@@ -62,7 +67,8 @@ def test_value_and_dtype_by_hand(name):
     got = _seen(dict(_lib_cases(ta, F))[name]())
     want = EXPECTED[name]
     assert got[1] == want[1]
-    assert [v if not isinstance(v, float) else pytest.approx(v, abs=1e-5) for v in want[0]] == got[0]
+    assert [v if not isinstance(v, float) else pytest.approx(v, abs=1e-5)
+            for v in want[0]] == got[0]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -145,3 +151,60 @@ def test_div_in_place_takes_rounding_mode():
     assert x.div_(2, rounding_mode="trunc").tolist() == [1.0, -1.0]
     x = ta.tensor([7, -7])
     assert x.div_(2, rounding_mode="floor").tolist() == [3, -4] and x.dtype is ta.int64
+
+
+@pytest.mark.parametrize("shape, dim", [((), 0), ((4,), 0), ((2, 3), 1), ((2, 3, 4), 0),
+                                        ((2, 3, 4, 5), 1)])
+def test_softmax_without_dim_picks_pytorchs_dim_and_warns(shape, dim):
+    n = 1
+    for s in shape:
+        n *= s
+    x = ta.arange(float(n)).reshape(shape) * 0.1
+    for fn, name, ref in ((F.softmax, "softmax", ta.softmax), (F.log_softmax, "log_softmax",
+                                                                ta.log_softmax)):
+        with pytest.warns(UserWarning, match=rf"Implicit dimension choice for {name} has been "
+                                             rf"deprecated"):
+            got = fn(x)
+        assert got.tolist() == ref(x, dim).tolist()
+    if len(shape) == 2:   # by hand: each row of [[0, .1, .2], [.3, .4, .5]] sums to one
+        row = [math.exp(0.1 * i) for i in range(3)]
+        with pytest.warns(UserWarning):
+            assert F.softmax(x)[0].tolist() == pytest.approx([v / sum(row) for v in row])
+
+
+def test_softmax_without_dim_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as tF  # noqa: E402 (only with torch)
+    for shape in [(4,), (2, 3), (2, 3, 4), (2, 3, 4, 5)]:
+        x = ta.randn(*shape)
+        tx = torch.tensor(x.tolist())
+        with pytest.warns(UserWarning):
+            ours, theirs = F.softmax(x), tF.softmax(tx)
+        assert ours.reshape(-1).tolist() == pytest.approx(theirs.reshape(-1).tolist(), abs=1e-6)
+        with pytest.warns(UserWarning):
+            ours, theirs = F.log_softmax(x, dim=None), tF.log_softmax(tx, dim=None)
+        assert ours.reshape(-1).tolist() == pytest.approx(theirs.reshape(-1).tolist(), abs=1e-5)
+
+
+def test_masked_fill_broadcasts_a_larger_mask_out_of_place_and_refuses_it_in_place():
+    mask = ta.tensor([[True, False, True], [False, False, True]])
+    assert ta.zeros(3).masked_fill(mask, 1.0).tolist() == [[1, 0, 1], [0, 0, 1]]
+    assert ta.zeros(3).masked_fill(mask[:1], ta.tensor(2.0)).tolist() == [[2, 0, 2]]
+    x = ta.zeros(3)
+    with pytest.raises(RuntimeError, match=r"masked_fill_: output with shape \[3\] doesn't match "
+                                           r"the broadcast shape \[2, 3\]"):
+        x.masked_fill_(mask, 1.0)
+    assert x.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_masked_fill_with_a_larger_mask_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    rows = [[True, False, True], [False, False, True]]
+    for lib_rows in (rows, rows[:1]):
+        ours = ta.zeros(3).masked_fill(ta.tensor(lib_rows), 1.0)
+        theirs = torch.zeros(3).masked_fill(torch.tensor(lib_rows), 1.0)
+        assert ours.tolist() == theirs.tolist()
+        with pytest.raises(RuntimeError):
+            torch.zeros(3).masked_fill_(torch.tensor(lib_rows), 1.0)
+        with pytest.raises(RuntimeError):
+            ta.zeros(3).masked_fill_(ta.tensor(lib_rows), 1.0)

@@ -27,5 +27,6 @@ from ..ops.norm import (batch_norm, cosine_similarity, layer_norm, normalize,  #
                         rms_norm)
 from ..ops.pad import pad  # noqa: F401
 from ..ops.random import dropout  # noqa: F401
-from ..ops.softmax import log_softmax, softmax  # noqa: F401
+from ..ops.softmax import functional_log_softmax as log_softmax  # noqa: F401 (dim optional)
+from ..ops.softmax import functional_softmax as softmax  # noqa: F401
 from ..ops.attention import causal_mask, padding_mask, scaled_dot_product_attention  # noqa: F401

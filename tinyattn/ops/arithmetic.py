@@ -291,6 +291,8 @@ def _binary(cls, op, a, b):
                                 f"- {b!r}, as PyTorch); to invert a mask use ~ or logical_not()")
             if op == DIV and not a.dtype.is_floating_point:
                 a = to_dtype(a, _float32)
+            if a.dtype is _bool and isinstance(b, bool) and op in (ADD, MUL):  # mask * True: bool
+                return _binary(cls, op, a, tensor_from_scalar(b, _bool))
             if a.dtype is _bool:
                 a = to_dtype(a, _int64 if isinstance(b, int) else _float32)
             return _scalar_op(op, a, b)

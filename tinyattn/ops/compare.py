@@ -193,7 +193,8 @@ def _fill_value(op, value, dt):
 
 
 def masked_fill(x, mask, value):
-    """x with `value` wherever mask is True (mask broadcasts to x.shape).
+    """x with `value` wherever mask is True; x and mask broadcast together, as in PyTorch (a
+    larger mask gives a larger result; x.masked_fill_ needs the result to fit x).
 
     The mask must be a bool tensor: PyTorch 2.x refuses uint8 masks here (old code's
     `mask.byte()`); convert one with `mask.bool()` or `mask != 0`."""
@@ -211,7 +212,4 @@ def masked_fill(x, mask, value):
         out = where(mask, value if value.dtype is x.dtype else to_dtype(value, x.dtype), x)
     else:
         out = where(mask, _fill_value("masked_fill", value, x.dtype), x)
-    if out.shape != x.shape:
-        raise ValueError(f"masked_fill: mask of shape {tuple(mask.shape)} does not broadcast to "
-                         f"the input's shape {tuple(x.shape)}")
     return out

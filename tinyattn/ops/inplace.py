@@ -110,9 +110,10 @@ def _assign(t, value, op):
 def _write(t, value, op, rebound=False):
     """Write `value` (a Tensor broadcast to t.shape, or a number) into t's elements in place."""
     if isinstance(value, Tensor):
-        if _shapes.broadcast_shapes(op, t.shape, value.shape) != t.shape:
-            raise ValueError(f"{op}: a value of shape {tuple(value.shape)} cannot be written into "
-                             f"a tensor of shape {tuple(t.shape)}")
+        shape = _shapes.broadcast_shapes(op, t.shape, value.shape)
+        if shape != t.shape:  # PyTorch's error
+            raise RuntimeError(f"{op}: output with shape {list(t.shape)} doesn't match the "
+                               f"broadcast shape {list(shape)}")
         src = value if value.dtype is t.dtype else copy(value, t.dtype)
         src = _make(src._data, t.shape, t.dtype,
                     _shapes.broadcast_strides(src.shape, src._strides, t.shape), src._offset, False)

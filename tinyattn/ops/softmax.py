@@ -13,6 +13,8 @@ fast/softmax.py): x is seen as (O, R, I) -- O outer rows, R the softmax dim, I i
 
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file; chapter 3 uses it.
 """
+import warnings
+
 from .. import _shapes
 from .. import backend
 from .. import dtypes as _dt
@@ -61,6 +63,28 @@ def log_softmax(x, dim, dtype=None):
     """x_i - log(sum_j exp(x_j)) along dim, without overflow for any logits."""
     x = _floating("log_softmax", x if dtype is None else to_dtype(x, _dt.get(dtype)))
     return _apply(x, _shapes.normalize_dim("log_softmax", dim, x.ndim), True)
+
+
+def _implicit_dim(name, ndim, stacklevel):
+    """PyTorch's rule for F.softmax(x) without dim, and its warning: dim 0 for a 0-, 1- or 3-d
+    input, else dim 1 (for a batch of rows, and for (N, C, H, W) images)."""
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+                  f"to include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def functional_softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
+    """torch.nn.functional.softmax, whose dim may be left out (see _implicit_dim)."""
+    if dim is None:
+        dim = _implicit_dim("softmax", input.ndim, _stacklevel)
+    return softmax(input, dim, dtype)
+
+
+def functional_log_softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
+    """torch.nn.functional.log_softmax, whose dim may be left out (see _implicit_dim)."""
+    if dim is None:
+        dim = _implicit_dim("log_softmax", input.ndim, _stacklevel)
+    return log_softmax(input, dim, dtype)
 
 
 def _apply(x, dim, log):

@@ -9,18 +9,60 @@
 A DataLoader draws indices from a sampler (in order, or a random permutation from tinyattn's
 generator, so `tinyattn.manual_seed(n)` makes the order repeatable), groups them into batches
 and builds each batch with `collate_fn` (default: `default_collate`, which stacks tensors and
-turns numbers into tensors, through tuples, lists and dicts). Deliberate difference: batches
-are made in the calling process; `num_workers`, `pin_memory` and the other worker options are
-accepted and change nothing (tinyattn's ops use the cores already).
+turns numbers into tensors, through tuples, lists and dicts).
+
+Workers. Deliberate difference: batches are made in the calling process (tinyattn's ops use the
+cores already), but `num_workers=n` still acts as PyTorch's n workers where a program can see
+them: `worker_init_fn(i)` is called for each worker i when an epoch's iterator starts (once in
+all with `persistent_workers=True`; never with `num_workers=0`, as in PyTorch), and
+`get_worker_info()` returns worker k % n's WorkerInfo while batch k is made (None otherwise),
+so an IterableDataset that splits its stream by worker id yields each part once, interleaved
+worker by worker in PyTorch's order. Not done: each worker's copy of the dataset and its own
+seeded random state (worker_init_fn and the dataset run in the caller's process and change its
+state), and `timeout`. The options PyTorch checks are checked as it does (persistent_workers,
+prefetch_factor and multiprocessing_context need num_workers > 0).
 """
 import bisect
 import math
+import threading
 from collections.abc import Mapping, Sequence
 
 from .. import dtypes as _dt
 from ..creation import randint, randperm, tensor
 from ..ops.layout import stack
 from ..tensor import Tensor
+
+
+class WorkerInfo:
+    """What get_worker_info() returns inside a worker: id, num_workers, seed, dataset."""
+
+    def __init__(self, id, num_workers, seed, dataset):  # noqa: A002 (PyTorch's name)
+        self.id, self.num_workers, self.seed, self.dataset = id, num_workers, seed, dataset
+
+    def __repr__(self):
+        return (f"WorkerInfo(id={self.id}, num_workers={self.num_workers}, seed={self.seed}, "
+                f"dataset={self.dataset!r})")
+
+
+_worker = threading.local()
+_DONE = object()
+
+
+def get_worker_info():
+    """The WorkerInfo of the DataLoader worker this code runs for, or None in the main process
+    (see the module docstring: tinyattn runs each worker's share in the calling process)."""
+    return getattr(_worker, "info", None)
+
+
+class _AsWorker:
+    def __init__(self, info):
+        self.info = info
+
+    def __enter__(self):
+        self.prev, _worker.info = get_worker_info(), self.info
+
+    def __exit__(self, *exc):
+        _worker.info = self.prev
 
 
 class Dataset:
@@ -244,7 +286,22 @@ class DataLoader:
         if not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(f"DataLoader: num_workers option should be non-negative, got "
                              f"{num_workers!r}")
+        for bad, message in (
+                (persistent_workers and not num_workers,
+                 "persistent_workers option needs num_workers > 0"),
+                (prefetch_factor is not None and not num_workers,
+                 "prefetch_factor option could only be specified in multiprocessing: let "
+                 "num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to "
+                 "None"),
+                (multiprocessing_context is not None and not num_workers,
+                 f"multiprocessing_context can only be used with multi-process loading "
+                 f"(num_workers > 0), but got num_workers={num_workers}"),
+                (timeout < 0, f"timeout option should be non-negative, got {timeout!r}")):
+            if bad:
+                raise ValueError(f"DataLoader: {message}")
         self.dataset, self.num_workers, self.generator = dataset, num_workers, generator
+        self.worker_init_fn, self.persistent_workers = worker_init_fn, persistent_workers
+        self._workers = None  # the WorkerInfo of each worker, kept with persistent_workers
         self.collate_fn = default_collate if collate_fn is None else collate_fn
         self.drop_last, self.pin_memory, self.timeout = drop_last, pin_memory, timeout
         self._iterable = isinstance(dataset, IterableDataset)
@@ -266,12 +323,56 @@ class DataLoader:
         self.batch_size, self.sampler, self.batch_sampler = batch_size, sampler, batch_sampler
 
     def __iter__(self):
+        if self.num_workers:
+            return self._iter_workers(self._start_workers())
         if self._iterable:
             return self._iter_stream()
         if self.batch_sampler is None:                 # batch_size=None: samples one by one
             return (self.collate_fn(self.dataset[i]) if self.collate_fn is not default_collate
                     else self.dataset[i] for i in self.sampler)
         return (self.collate_fn([self.dataset[i] for i in idx]) for idx in self.batch_sampler)
+
+    def _start_workers(self):
+        """Each worker's WorkerInfo, its worker_init_fn called (see the module docstring)."""
+        if self.persistent_workers and self._workers is not None:
+            return self._workers
+        seed = randint(0, 2**62, (1,), generator=self.generator).item()
+        workers = [WorkerInfo(i, self.num_workers, seed + i, self.dataset)
+                   for i in range(self.num_workers)]
+        if self.worker_init_fn is not None:
+            for info in workers:
+                with _AsWorker(info):
+                    self.worker_init_fn(info.id)
+        self._workers = workers
+        return workers
+
+    def _iter_workers(self, workers):
+        """Batch k made as worker k % n (map-style); or each worker's own pass over an
+        IterableDataset, their batches interleaved as PyTorch's in_order loader yields them."""
+        if self._iterable:
+            streams = [self._iter_stream() for _ in workers]
+        else:
+            batches = iter(self.batch_sampler if self.batch_sampler is not None else self.sampler)
+            streams = [batches] * len(workers)
+        live = list(range(len(workers)))
+        while live:
+            for i in list(live):
+                with _AsWorker(workers[i]):
+                    item = next(streams[i], _DONE)
+                    if item is not _DONE:
+                        batch = item if self._iterable else self._make(item)
+                if item is not _DONE:
+                    yield batch
+                elif self._iterable:
+                    live.remove(i)       # this worker's stream ended; the others go on
+                else:
+                    return               # the sampler is shared: every worker is done
+
+    def _make(self, idx):
+        if self.batch_sampler is None:
+            return (self.collate_fn(self.dataset[idx]) if self.collate_fn is not default_collate
+                    else self.dataset[idx])
+        return self.collate_fn([self.dataset[i] for i in idx])
 
     def _iter_stream(self):
         if self.batch_size is None:
