@@ -176,7 +176,7 @@ class _Recurrent(RNNBase):
         """states(unbatched, B, dtype): the initial state tensors, each (L*D, B, width) ->
         (output, final state tensors), output a PackedSequence when input is one."""
         name = type(self).__name__
-        D, H, G = (2 if self.bidirectional else 1), self.hidden_size, self.gates
+        D = 2 if self.bidirectional else 1
         packed = input if isinstance(input, PackedSequence) else None
         unbatched = False
         if packed is not None:
