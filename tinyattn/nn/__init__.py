@@ -3,7 +3,7 @@ from . import functional, init
 from .activation import (ELU, GELU, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, ReLU,
                          ReLU6, Sigmoid, SiLU, Softmax, Softplus, Tanh)
 from .dropout import Dropout
-from .linear import Identity, Linear
+from .linear import Identity, Linear, NonDynamicallyQuantizableLinear
 from .loss import (BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss,
                    NLLLoss, SmoothL1Loss)
 from .module import (Module, ModuleDict, ModuleList, Parameter, ParameterDict, ParameterList,

@@ -43,3 +43,8 @@ class Linear(Module):
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """PyTorch's class of MultiheadAttention's out_proj (a Linear its dynamic quantization leaves
+    alone), named so that programs that list it (safe_globals, isinstance) run; a Linear."""
