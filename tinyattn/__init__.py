@@ -19,6 +19,7 @@ written as `x.exp()` calls tensor.py, which calls ops/unary.py.)
     _format, _parallel             printing; set_num_threads
     tensor                         tinyattn.Tensor: TensorBase with every op as a method
     serialization, testing         save and load; gradcheck
+    autograd_functional            vjp, jvp, jacobian, hessian, hvp; gradgradcheck
     nn/, optim/, utils/            layers, optimizers, data loading
     viz/, _torch_names, as_torch   pictures of tensors and graphs; tinyattn as `import torch`
 
@@ -77,3 +78,10 @@ from ._torch_names import as_torch  # noqa: E402
 # The backend switch, also where users of the kernels package look for it:
 # tinyattn.kernels.use("reference") is tinyattn.backend.use("reference").
 kernels.use, kernels.active = backend.use, backend.active
+
+# torch.autograd.functional, gradcheck and gradgradcheck live above the engine (they call ops and
+# the tensor API); they are reached where PyTorch's programs look for them.
+from . import autograd_functional  # noqa: E402
+autograd.functional = autograd_functional
+autograd.gradcheck = autograd_functional.gradcheck
+autograd.gradgradcheck = autograd_functional.gradgradcheck

@@ -16,6 +16,7 @@ ALIASES = {
     "torch.optim": "optim",
     "torch.optim.lr_scheduler": "optim.lr_scheduler",
     "torch.autograd": "autograd",
+    "torch.autograd.functional": "autograd_functional",
     "torch.serialization": "serialization",
     "torch.utils": "utils",
     "torch.utils.data": "utils.data",
