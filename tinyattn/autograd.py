@@ -127,11 +127,13 @@ class Function:
     @classmethod
     def apply(cls, *args):
         # This runs for every op, so it is written for speed: a plain loop that stops at the first
-        # input needing a gradient (most ops in evaluation and in optimizers find none).
-        if _mode.record:
-            for a in args:
-                if isinstance(a, Tensor) and a._requires_grad:
+        # input needing a gradient (most ops in evaluation and in optimizers find none), and only
+        # then reads this thread's grad mode (a thread-local read costs more than the loop).
+        for a in args:
+            if isinstance(a, Tensor) and a._requires_grad:
+                if _mode.record:
                     return cls._apply_recording(args)
+                break
         return cls.forward(_NO_GRAPH, *args)
 
     @classmethod
@@ -177,7 +179,7 @@ class BinaryFunction(Function):
 
     @classmethod
     def apply(cls, a, b):
-        if _mode.record and (a._requires_grad or b._requires_grad):
+        if (a._requires_grad or b._requires_grad) and _mode.record:
             ctx = cls.__new__(cls)
             ctx.inputs = (a, b)
             ctx.needs_input_grad = (a._requires_grad, b._requires_grad)
@@ -202,7 +204,7 @@ class UnaryFunction(Function):
 
     @classmethod
     def apply(cls, x, *rest):
-        if _mode.record and x._requires_grad:
+        if x._requires_grad and _mode.record:
             ctx = cls.__new__(cls)
             ctx.inputs = (x,) + rest
             ctx.needs_input_grad = (True,) + (False,) * len(rest)
@@ -327,7 +329,8 @@ def _run(root, gradient, retain_graph, capture=None, create_graph=False):
         # Sums this pass allocated itself (id -> tensor): nothing else refers to them, so a third
         # contribution can be added into them in place instead of allocating a new sum each time
         # (the encoder outputs of a seq2seq model get one contribution per decoder step).
-        owned = {} if not create_graph else _NOTHING_OWNED   # graph gradients: no in-place sums
+        owned = {}
+        in_place = not create_graph      # a recorded sum must stay a new tensor, never `+=`
         for node in order:
             g = grads.pop(node, None)
             if g is None:  # no path from root carries a gradient here
@@ -365,7 +368,7 @@ def _run(root, gradient, retain_graph, capture=None, create_graph=False):
                         f"({gi.dtype}) for an input of shape {tuple(inp.shape)} ({inp.dtype})")
                 if child is None:
                     if capture is None:
-                        _accumulate_leaf(inp, gi, g, owned, add_into)
+                        _accumulate_leaf(inp, gi, g, owned if in_place else None, add_into)
                     elif id(inp) in capture:
                         before = found.get(id(inp))
                         found[id(inp)] = gi if before is None else before + gi
@@ -377,7 +380,8 @@ def _run(root, gradient, retain_graph, capture=None, create_graph=False):
                         add_into(prev_g, gi)
                     else:
                         total = prev_g + gi
-                        owned[id(total)] = total
+                        if in_place:
+                            owned[id(total)] = total
                         grads[child] = total
         return found
     finally:
@@ -398,16 +402,6 @@ def backward_into(root, gradient, retain_graph, create_graph, inputs):
     for t, g in zip(inputs, grads):
         if g is not None:
             t.grad = g.clone() if t.grad is None else t.grad + g
-
-
-class _NothingOwned(dict):
-    """The `owned` of a create_graph pass: holds nothing, so every sum is a new recorded op."""
-
-    def __setitem__(self, key, value):
-        pass
-
-
-_NOTHING_OWNED = _NothingOwned()
 
 
 def _double_ops():

@@ -317,13 +317,13 @@ def _binary(cls, op, a, b):
 
 
 def add(a, b, alpha=1):
-    if alpha != 1 or isinstance(alpha, (bool, float)):  # alpha=True, 1.0: checked (_launch.py)
+    if alpha.__class__ is not int or alpha != 1:  # alpha=True, 1.0: checked (_launch.py)
         b = times_alpha("add", a, b, alpha, mul)
     return _binary(Add, ADD, a, b)
 
 
 def sub(a, b, alpha=1):
-    if alpha != 1 or isinstance(alpha, (bool, float)):
+    if alpha.__class__ is not int or alpha != 1:
         b = times_alpha("sub", a, b, alpha, mul)
     return _binary(Sub, SUB, a, b)
 

@@ -38,7 +38,7 @@ def sum_to(g, shape):
     lead = len(g.shape) - len(shape)
     dims = tuple(range(lead)) + tuple(
         lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
-    if is_grad_enabled() and g.requires_grad:       # create_graph=True: a recorded sum
+    if g._requires_grad and is_grad_enabled():      # create_graph=True: a recorded sum
         return Sum.apply(g, dims, True).reshape(shape) if dims else g.reshape(shape)
     s = _sum(g, dims, keepdim=True) if dims else g
     return _make(s._data, shape, s.dtype) if s.shape != shape else s
