@@ -284,30 +284,41 @@ def full_like(t, fill_value, dtype=None, device=None, requires_grad=False, memor
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
-    """Values start, start+step, ... below end (int64 for int arguments, float32 otherwise)."""
+    """Values start, start+step, ... below end (int64 for int arguments, float32 otherwise).
+
+    For an integer dtype, as in PyTorch, start, end and step are first truncated to integers:
+    `arange(0.0, -8.000001, -4.0, dtype=int64)` is [0, -4]; float dtypes count in doubles."""
     _device.check(device, "arange")
     if end is None:
         start, end = 0, start
-    if step == 0:
-        raise ValueError("arange: step must be nonzero")
-    if (end - start) * step < 0:   # PyTorch raises here rather than returning an empty tensor
-        raise ValueError(f"arange: upper bound and lower bound inconsistent with step sign "
-                         f"(start={start}, end={end}, step={step})")
-    n = builtins.max(0, math.ceil((end - start) / step))
     if dtype is None:
         dtype = _dt.int64 if builtins.all(isinstance(v, int) for v in (start, end, step)) \
             else _dt.float32
     dtype = _dt.get(dtype)
-    if _dt.is_integer(dtype) and builtins.all(isinstance(v, int) for v in (start, end, step)):
-        buf = _buffer(dtype, range(start, end, step), "arange")
+    integral = _dt.is_integer(dtype)
+    x0, x1, dx = (int(start), int(end), int(step)) if integral else (start, end, step)
+    if dx == 0:
+        raise ValueError(f"arange: step must be nonzero (step={step} as {dtype})")
+    if (x1 - x0) * dx < 0:   # PyTorch raises here rather than returning an empty tensor
+        raise ValueError(f"arange: upper bound and lower bound inconsistent with step sign "
+                         f"(start={start}, end={end}, step={step})")
+    if dtype is _dt.int64:   # PyTorch counts int64 lengths in integers, other dtypes in doubles
+        sign = (dx > 0) - (dx < 0)
+        n = (x1 - x0 + dx - sign) // dx   # exact: both signs agree, so floor is C's truncation
+    else:
+        n = math.ceil((end - start) / step)
+    if integral:
+        buf = _buffer(dtype, (x0 + i * dx for i in range(n)), "arange")
     else:
         buf = array(dtype.typecode, [start + i * step for i in range(n)])
     return _finish(_make(buf, (len(buf),), dtype), requires_grad)
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
-    """`steps` evenly spaced values from start to end inclusive."""
+    """`steps` evenly spaced values from start to end inclusive (start and end may be numbers or
+    0-d tensors, whose value is used, counted in doubles)."""
     _device.check(device, "linspace")
+    start, end = _end_value("linspace", "start", start), _end_value("linspace", "end", end)
     if not isinstance(steps, int) or isinstance(steps, bool):
         raise TypeError(f"linspace: steps must be an int, got {type(steps).__name__}")
     if steps < 0:
@@ -316,6 +327,8 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     if steps == 1:
         vals = [start]
     else:
+        if not dtype.is_floating_point:      # PyTorch casts the ends to the dtype first
+            start, end = int(start), int(end)
         d = (end - start) / (steps - 1)   # the second half counted back from end (PyTorch)
         half = steps // 2
         vals = [start + i * d if i < half else end - (steps - 1 - i) * d for i in range(steps)]
@@ -323,6 +336,15 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
         vals = [int(v) for v in vals] if dtype is not _dt.bool else [v != 0 for v in vals]
         vals = [_dt.wrap(dtype, v) for v in vals]
     return _finish(_make(array(dtype.typecode, vals), (steps,), dtype), requires_grad)
+
+
+def _end_value(op, name, v):
+    if isinstance(v, Tensor):
+        if v.ndim != 0:
+            raise RuntimeError(f"{op}(): argument '{name}' must be a 0-D tensor, got shape "
+                               f"{tuple(v.shape)}")
+        return v._data[v._offset]
+    return v
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):

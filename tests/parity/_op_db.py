@@ -16,7 +16,6 @@ import tinyattn as ta
 
 DTYPES = {torch.float32: ta.float32, torch.float64: ta.float64, torch.int64: ta.int64,
           torch.int32: ta.int32, torch.uint8: ta.uint8, torch.bool: ta.bool}
-MAX_SAMPLES = 6
 
 
 # OpInfos whose `op` takes its arguments in another order than the public function does
@@ -36,6 +35,11 @@ TIES = {"sort", "argsort", "topk", "msort"}
 
 
 
+
+
+def random_sample(op, sample):
+    """Is this sample's result random (a random op, or attention with dropout)?"""
+    return op.name in RANDOM or bool(sample.kwargs.get("dropout_p", 0.0))
 
 
 def tinyattn_function(name):
@@ -145,6 +149,44 @@ def same_outputs(got, expected, dtype, shapes_only=False):
     return None
 
 
+def _double(x):
+    if isinstance(x, torch.Tensor) and x.dtype is torch.float32:
+        return x.double()
+    if isinstance(x, (list, tuple)):
+        return type(x)(_double(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _double(v) for k, v in x.items()}
+    return x
+
+
+def _max_error(values, exact):
+    if isinstance(values, list):
+        return max((_max_error(u, v) for u, v in zip(values, exact)), default=0.0)
+    if isinstance(values, (int, float)) and isinstance(exact, (int, float)) \
+            and math.isfinite(exact):
+        return abs(values - exact)
+    return 0.0 if values == exact or (values != values and exact != exact) else math.inf
+
+
+def as_accurate_as_pytorch(op, sample, got, expected):
+    """float32 results that differ from PyTorch's by more than the tolerance (a long dot product
+    rounds differently in another summation order) pass if they are as close to the float64
+    result as PyTorch's own float32 result is, within a factor of two."""
+    try:
+        exact = op(_double(sample.input), *_double(list(sample.args)), **_double(sample.kwargs))
+    except Exception:            # noqa: BLE001 - no float64 twin: keep the plain comparison
+        return False
+    g, e, x = flatten(got), flatten(expected), flatten(exact)
+    if not (len(g) == len(e) == len(x)):
+        return False
+    for u, v, w in zip(g, e, x):
+        if not (isinstance(u, tuple) and isinstance(v, tuple) and isinstance(w, tuple)):
+            return False
+        if u[:2] != v[:2] or _max_error(u[2], w[2]) > 2 * _max_error(v[2], w[2]) + 1e-6:
+            return False
+    return True
+
+
 def _call(fn, sample_input, args, kwargs):
     return fn(sample_input, *args, **kwargs)
 
@@ -156,7 +198,7 @@ def check_op(op, report, strided_too=True, grads=True):
         if not op.supports_dtype(dtype, "cpu"):
             continue
         try:
-            samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))[:MAX_SAMPLES]
+            samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))
         except Exception:           # a sample generator that needs something absent here
             continue
         for k, s in enumerate(samples):
@@ -190,7 +232,9 @@ def check_op(op, report, strided_too=True, grads=True):
                     except Exception as e:   # noqa: BLE001
                         report.append((op.name, dtype, "error", f"{where}: {e}"[:160]))
                         break
-                diff = same_outputs(got, want, dtype, op.name in RANDOM)
+                diff = same_outputs(got, want, dtype, random_sample(op, s))
+                if diff and dtype is torch.float32 and op.name not in TIES | RANDOM:
+                    diff = diff if not as_accurate_as_pytorch(op, s, got, expected) else None
                 if diff:
                     report.append((op.name, dtype, "mismatch", f"{where}: {diff}"))
                     break
@@ -201,13 +245,13 @@ def check_op(op, report, strided_too=True, grads=True):
 
 def check_grads(op, fn, report):
     try:
-        samples = list(op.sample_inputs("cpu", torch.float64, requires_grad=True))[:MAX_SAMPLES]
+        samples = list(op.sample_inputs("cpu", torch.float64, requires_grad=True))
     except Exception:
         return
     for k, s in enumerate(samples):
         leaves_t = [t for t in [s.input, *s.args] if isinstance(t, torch.Tensor)
                     and t.requires_grad]
-        if not leaves_t:
+        if not leaves_t or random_sample(op, s):
             continue
         try:
             out_t = op(s.input, *s.args, **s.kwargs)
@@ -263,7 +307,7 @@ def check_inplace(op, report):
         if not op.supports_dtype(dtype, "cpu"):
             continue
         try:
-            samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))[:MAX_SAMPLES]
+            samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))
         except Exception:
             continue
         for k, s in enumerate(samples):

@@ -280,8 +280,8 @@ def test_einsum_errors():
         ta.einsum("ij,jk", a)
     with pytest.raises(ValueError, match="'j' has size 4 in one operand and 3"):
         ta.einsum("ij,jk", a, ta.ones(4, 2))
-    with pytest.raises(NotImplementedError, match="diagonal"):
-        ta.einsum("ii->i", ta.ones(3, 3))
+    with pytest.raises(ValueError, match="'i' is repeated for operand 0 but the sizes don't match"):
+        ta.einsum("ii->i", ta.ones(3, 4))
     with pytest.raises(ValueError, match="does not appear"):
         ta.einsum("ij->k", a)
 
@@ -590,3 +590,14 @@ def test_rmsnorm_module_and_out_of_scope_features(tmp_path):
             call()
     ta.save(nn.Linear(2, 2), tmp_path / "m.pt")           # a whole module: pickled, as in PyTorch
     assert type(ta.load(tmp_path / "m.pt", weights_only=False)) is nn.Linear
+
+
+def test_einsum_repeated_letter_takes_the_diagonal():
+    m = ta.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]], requires_grad=True)
+    assert ta.einsum("ii->i", m).tolist() == [1.0, 5.0, 9.0]
+    trace = ta.einsum("ii", m)
+    assert trace.item() == 15.0
+    trace.backward()
+    assert m.grad.tolist() == [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    x = ta.arange(18.0).reshape(3, 2, 3)     # x[i, j, i] = 6i + 3j + i, summed over i = 0, 1, 2
+    assert ta.einsum("iji->j", x).tolist() == [0.0 + 7.0 + 14.0, 3.0 + 10.0 + 17.0]

@@ -328,9 +328,11 @@ def sub(a, b, alpha=1):
     return _binary(Sub, SUB, a, b)
 
 
-def rsub(a, b):
-    """b - a (the reflected subtraction: `2 - x`); a must be a tensor, as in PyTorch."""
+def rsub(a, b, alpha=1):
+    """b - alpha * a (the reflected subtraction: `2 - x`); a must be a tensor, as in PyTorch."""
     need_tensors("rsub", a)
+    if alpha.__class__ is not int or alpha != 1:
+        a = times_alpha("rsub", b, a, alpha, mul)
     return _binary(Sub, SUB, b, a)
 
 

@@ -12,10 +12,13 @@ Then the operands are combined left to right, two at a time. For a pair, every l
 so the pair is one `bmm` of (batch, left, contract) @ (batch, contract, right), with permutes and
 reshapes around it. Its gradient is autograd's, through those ops. `...` stands for the same
 broadcast dims in every operand (aligned from the right); a dim of size 1 broadcasts.
-Deliberate difference: a letter repeated within one operand (a diagonal, "ii->i") raises.
+A letter repeated within one operand ("ii->i", "ii", "iji->j") takes that operand's diagonal
+over those dims first: a view, so its gradient lands on the diagonal only.
 """
+from .. import dtypes as _dt
 from ..storage import TensorBase as Tensor
-from .layout import alias, expand, permute, reshape
+from .convert import to_dtype
+from .layout import Diagonal, alias, expand, permute, reshape
 from .matmul import bmm
 from .reduce import sum  # noqa: A004
 
@@ -53,9 +56,6 @@ def _parse(equation, operands):
             if len(letters) != t.ndim:
                 raise ValueError(f"einsum: the subscripts {spec!r} have {len(letters)} letters "
                                  f"for an operand with {t.ndim} dimensions")
-        if len(set(letters)) != len(letters):
-            raise NotImplementedError(f"einsum: the letter repeated in {spec!r} asks for a "
-                                      f"diagonal, which tinyattn's einsum does not take")
         out_specs.append(letters)
     if arrow:
         if "..." in rhs:
@@ -89,6 +89,8 @@ def einsum(equation, *operands):
         if not isinstance(t, Tensor):
             raise TypeError(f"einsum: operands must be tensors, got {type(t).__name__}")
     specs, out = _parse(equation, operands)
+    operands, specs = zip(*(_diagonals(t, letters, k) for k, (t, letters) in
+                            enumerate(zip(operands, specs))))
     size = {}
     for letters, t in zip(specs, operands):
         for ch, n in zip(letters, t.shape):
@@ -123,6 +125,9 @@ def einsum(equation, *operands):
         contract = [ch for ch in letters if ch in u_letters and ch not in keep]
         left = [ch for ch in letters if ch not in u_letters]
         right = [ch for ch in u_letters if ch not in letters]
+        if t.dtype is not u.dtype:   # a sum promoted int32 to int64: promote the pair as `*` does
+            common = _dt.promote_types(t.dtype, u.dtype)
+            t, u = to_dtype(t, common), to_dtype(u, common)
         a = _arrange(t, letters, batch + left + contract, size)
         b = _arrange(u, u_letters, batch + contract + right, size)
         nb, nl, nc, nr = (_prod(size[c] for c in g) for g in (batch, left, contract, right))
@@ -133,6 +138,22 @@ def einsum(equation, *operands):
     if letters != out or len(out) != t.ndim:
         t = _arrange(t, letters, out, size)
     return alias(t) if t is terms[0][0] else t  # "ij->ij": a view, as PyTorch, not the input
+
+
+def _diagonals(t, letters, k):
+    """An operand whose subscripts repeat a letter -> its diagonal over each repeated pair (the
+    diagonal becomes the last dim, as `diagonal` puts it), and the letters without repeats."""
+    letters = list(letters)
+    for ch in dict.fromkeys(letters):
+        while letters.count(ch) > 1:
+            i = letters.index(ch)
+            j = letters.index(ch, i + 1)
+            if t.shape[i] != t.shape[j]:
+                raise ValueError(f"einsum: subscript {ch!r} is repeated for operand {k} but the "
+                                 f"sizes don't match, {t.shape[i]} != {t.shape[j]}")
+            t = Diagonal.apply(t, 0, i, j)
+            letters = [c for m, c in enumerate(letters) if m not in (i, j)] + [ch]
+    return t, letters
 
 
 def _prod(values):

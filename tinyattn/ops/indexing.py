@@ -111,7 +111,7 @@ def index_select(x, dim, index):
         return index_select(x.reshape(1), 0, index.reshape(1)).reshape(())
     rows = checked_index("index_select", index, x.shape[d], d, allow_negative=False)
     moved = movedim_front(x, d)
-    src = reshape(moved, (x.shape[d], -1))
+    src = reshape(moved, (x.shape[d], _shapes.numel(moved.shape[1:])))
     out = IndexRows.apply(src, rows)
     out = reshape(out, (rows.numel(),) + moved.shape[1:])
     return movedim_back(out, d)

@@ -150,6 +150,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if not isinstance(input, Tensor) or not input.dtype.is_floating_point:
         raise TypeError("cross_entropy: input must be a floating-point tensor of logits")
     if isinstance(target, Tensor) and target.dtype.is_floating_point:
+        if ignore_index != -100:   # class probabilities have no class index to ignore
+            raise RuntimeError(f"cross_entropy: ignore_index is not supported for floating "
+                               f"point target (got ignore_index={ignore_index})")
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
     x, targets, shape = _rows_last("cross_entropy", input, target)
     M, C = x.shape

@@ -97,8 +97,9 @@ class MatMul(BinaryFunction):
             ga = sum_to(matmul(g, transpose(b, -1, -2)), a.shape)
         if nb:
             if b.ndim == 2 and a.ndim > 2:  # x @ W with a batched x: fold the batch into M
-                a2 = reshape(a, (-1, a.shape[-1]))
-                gb = matmul(transpose(a2, 0, 1), reshape(g, (-1, g.shape[-1])))
+                m = _shapes.numel(a.shape[:-1])   # not -1: a zero-size K leaves it ambiguous
+                a2 = reshape(a, (m, a.shape[-1]))
+                gb = matmul(transpose(a2, 0, 1), reshape(g, (m, g.shape[-1])))
             else:
                 gb = sum_to(matmul(transpose(a, -1, -2), g), b.shape)
         return ga, gb
@@ -218,7 +219,8 @@ class Linear(Function):
         x, weight, bias = ctx.inputs
         need_x, need_w, need_b = ctx.needs_input_grad
         if is_grad_enabled():    # create_graph=True: the same products as recorded ops
-            g2, x2 = reshape(g, (-1, weight.shape[0])), reshape(x, (-1, weight.shape[1]))
+            n = _shapes.numel(x.shape[:-1])   # not -1: ambiguous when a width is 0
+            g2, x2 = reshape(g, (n, weight.shape[0])), reshape(x, (n, weight.shape[1]))
             return (matmul(g, weight) if need_x else None,
                     matmul(transpose(g2, 0, 1), x2) if need_w else None,
                     sum(g2, 0) if need_b else None)

@@ -25,12 +25,14 @@ Chapter 5 of the tour (docs/05-transformer.md) walks through this file.
 import math
 from array import array
 
+from .. import _shapes
 from .. import backend
 from .. import dtypes as _dt
 from ..autograd import Function
 from ..storage import TensorBase as Tensor, _empty, _make
 from ._launch import packed
 from .arithmetic import clamp, mul
+from .layout import expand
 from .unary import ZeroGradient, rsqrt
 from .reduce import amax, amin, mean, sum  # noqa: A004
 
@@ -222,7 +224,12 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):  # noqa: A002
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) along dim (broadcasting)."""
+    """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) along dim (broadcasting).
+
+    The two are broadcast to one shape first: a norm taken over a dimension of size 1 that the
+    other input broadcasts would count that element once, not once per copy, and give |cos| > 1."""
+    shape = _shapes.broadcast_shapes("cosine_similarity", x1.shape, x2.shape)
+    x1, x2 = expand(x1, shape), expand(x2, shape)
     n1 = clamp(norm(x1, 2, dim, keepdim=True), min=eps)
     n2 = clamp(norm(x2, 2, dim, keepdim=True), min=eps)
     return sum(mul(x1 / n1, x2 / n2), dim)

@@ -11,11 +11,11 @@ import builtins
 
 from .. import _shapes
 from .. import dtypes as _dt
-from ..storage import _empty
 from ._launch import check_tensor
 from .convert import to_dtype
-from .arithmetic import mul
-from .layout import cat, narrow, reshape, unsqueeze
+from .arithmetic import add, mul
+from .reduce import sum  # noqa: A004
+from .layout import cat, narrow, reshape
 
 
 def prod(x, dim=None, keepdim=False, dtype=None):
@@ -35,11 +35,8 @@ def prod(x, dim=None, keepdim=False, dtype=None):
         if x.ndim == 0:
             return x.clone()
     n = x.shape[d]
-    if n == 0:
-        shape = x.shape[:d] + x.shape[d + 1:]
-        out = _empty(shape, x.dtype)
-        out._data[:] = type(out._data)(out._data.typecode, [1]) * len(out._data)
-        return unsqueeze(out, d) if keepdim else out
+    if n == 0:   # the empty product is 1: an empty sum plus 1 keeps the graph (a zero gradient)
+        return add(sum(x, d, keepdim=keepdim), 1)
     if n == 1:  # nothing to multiply: still new memory, as PyTorch's
         x = x.clone()
     while n > 1:
