@@ -91,15 +91,21 @@ def test_pooling_by_hand():
 def test_batch_norm_by_hand():
     # channel 0 holds 1, 3 (mean 2, biased var 1); channel 1 holds 0, 0 (var 0)
     x = ta.tensor([[[[1.]], [[0.]]], [[[3.]], [[0.]]]])
-    bn = nn.BatchNorm2d(2, eps=0.0)
+    bn = nn.BatchNorm2d(2, eps=1e-12)     # eps must be positive, as in PyTorch; this one is tiny
     y = bn(x)
-    assert y[:, 0].flatten().tolist() == [-1.0, 1.0]
+    assert_close(y[:, 0].flatten(), ta.tensor([-1.0, 1.0]))
     # running stats: 0.9 * init + 0.1 * batch, with the unbiased variance (2 for channel 0)
     assert_close(bn.running_mean, ta.tensor([0.2, 0.0]))
     assert_close(bn.running_var, ta.tensor([0.9 + 0.2, 0.9]))
     assert bn.num_batches_tracked.item() == 1
     bn.eval()
     assert_close(bn(x)[:, 0].flatten(), (ta.tensor([1., 3.]) - 0.2) / math.sqrt(1.1))
+
+
+def test_batch_norm_refuses_an_eps_that_is_not_positive():
+    for eps in (0.0, -1.0):
+        with pytest.raises(ValueError, match="BatchNorm1d: eps must be positive"):
+            nn.BatchNorm1d(3, eps=eps)
 
 
 

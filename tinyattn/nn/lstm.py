@@ -32,7 +32,7 @@ from ..tensor import Tensor
 from . import functional as F
 from . import init
 from .module import Module, Parameter
-from .rnn import RNNBase, _permute_batch
+from .rnn import RNNBase, _permute_batch, check_rnn_args
 from .utils.rnn import PackedSequence
 
 
@@ -86,6 +86,18 @@ class _Cell(Module):
                              f"{tuple(input.shape) if isinstance(input, Tensor) else input!r}")
         return input.ndim == 1
 
+    def _hidden(self, h, unbatched, B, name, label):
+        """A given state, checked as PyTorch does, batched as the input: (B, H)."""
+        if not isinstance(h, Tensor) or h.ndim not in (1, 2):
+            got = f"{h.ndim}D" if isinstance(h, Tensor) else type(h).__name__
+            raise ValueError(f"{name}: Expected {label} to be 1D or 2D, got {got} instead")
+        if h.ndim != (1 if unbatched else 2) or h.shape[-1] != self.hidden_size \
+                or (not unbatched and h.shape[0] != B):
+            want = (self.hidden_size,) if unbatched else (B, self.hidden_size)
+            raise RuntimeError(f"{name}: {label} must have shape {want} to match the input, "
+                               f"got {tuple(h.shape)}")
+        return unsqueeze(h, 0) if unbatched else h
+
     def _gates(self, x, h):
         return add(_linear(x, self.weight_ih, self.bias_ih),
                    _linear(h, self.weight_hh, self.bias_hh))
@@ -105,7 +117,8 @@ class LSTMCell(_Cell):
         if hx is None:
             h = c = zeros(x.shape[0], self.hidden_size, dtype=x.dtype)
         else:
-            h, c = (unsqueeze(t, 0) for t in hx) if unbatched else hx
+            h = self._hidden(hx[0], unbatched, x.shape[0], "LSTMCell", "hx[0]")
+            c = self._hidden(hx[1], unbatched, x.shape[0], "LSTMCell", "hx[1]")
         h, c = _lstm_step(self._gates(x, h), c)
         return (squeeze(h, 0), squeeze(c, 0)) if unbatched else (h, c)
 
@@ -127,8 +140,8 @@ class RNNCell(_Cell):
     def forward(self, input, hx=None):  # noqa: A002
         unbatched = self._check(input, "RNNCell")
         x = unsqueeze(input, 0) if unbatched else input
-        h = zeros(x.shape[0], self.hidden_size, dtype=x.dtype) if hx is None else (
-            unsqueeze(hx, 0) if unbatched else hx)
+        h = zeros(x.shape[0], self.hidden_size, dtype=x.dtype) if hx is None else \
+            self._hidden(hx, unbatched, x.shape[0], "RNNCell", "hidden")
         h = _rnn_step(self._gates(x, h), self.nonlinearity)
         return squeeze(h, 0) if unbatched else h
 
@@ -142,10 +155,7 @@ class _Recurrent(RNNBase):
                  dropout=0.0, bidirectional=False, device=None, dtype=None, proj_size=0):
         super().__init__()
         name = type(self).__name__
-        if num_layers < 1:
-            raise ValueError(f"{name}: num_layers must be at least 1, got {num_layers}")
-        if not 0.0 <= dropout <= 1.0:
-            raise ValueError(f"{name}: dropout must be in [0, 1], got {dropout}")
+        check_rnn_args(name, input_size, hidden_size, num_layers, bias, batch_first, dropout)
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
         self.bidirectional, self.proj_size = bidirectional, proj_size
@@ -280,6 +290,7 @@ class LSTM(_Recurrent):
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
+        check_rnn_args("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout)
         if not isinstance(proj_size, int) or isinstance(proj_size, bool):
             raise TypeError(f"LSTM: proj_size must be an int, got {proj_size!r}")
         if proj_size < 0:

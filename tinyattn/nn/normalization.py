@@ -51,6 +51,8 @@ class _BatchNorm(Module):
                  track_running_stats=True, device=None, dtype=None, *, bias=True):
         super().__init__()
         _dev.check(device, type(self).__name__)
+        if not eps > 0:
+            raise ValueError(f"{type(self).__name__}: eps must be positive, got {eps}")
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self._bias = affine and bias

@@ -44,6 +44,24 @@ from .utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 
 
+def check_rnn_args(name, input_size, hidden_size, num_layers, bias, batch_first, dropout):
+    """PyTorch's checks of a recurrent layer's constructor arguments, with its exceptions."""
+    for arg, value, kind in (("input_size", input_size, int), ("hidden_size", hidden_size, int),
+                             ("num_layers", num_layers, int), ("bias", bias, bool),
+                             ("batch_first", batch_first, bool)):
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise TypeError(f"{name}: {arg} should be of type {kind.__name__}, got: "
+                            f"{type(value).__name__}")
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) \
+            or not 0 <= dropout <= 1:
+        raise ValueError(f"{name}: dropout should be a number in range [0, 1] representing the "
+                         f"probability of an element being zeroed, got {dropout!r}")
+    if hidden_size <= 0:
+        raise ValueError(f"{name}: hidden_size must be greater than zero, got {hidden_size}")
+    if num_layers <= 0:
+        raise ValueError(f"{name}: num_layers must be greater than zero, got {num_layers}")
+
+
 class RNNBase(Module):
     """What GRU, LSTM and RNN share beyond their equations: PyTorch's lists of weight names,
     `_flat_weights_names` (every weight, layer by layer, direction by direction: weight_ih,
@@ -137,9 +155,12 @@ class GRUCell(Module):
         if hx is None:
             h = zeros(B, self.hidden_size, dtype=x.dtype)
         else:
+            if not isinstance(hx, Tensor) or hx.ndim not in (1, 2):
+                got = f"{hx.ndim}D" if isinstance(hx, Tensor) else type(hx).__name__
+                raise ValueError(f"GRUCell: Expected hidden to be 1D or 2D, got {got} instead")
             h = unsqueeze(hx, 0) if unbatched else hx
             if tuple(h.shape) != (B, self.hidden_size):
-                raise ValueError(f"GRUCell: hx must have shape {(B, self.hidden_size)}"
+                raise RuntimeError(f"GRUCell: hx must have shape {(B, self.hidden_size)}"
                                  f"{' (unbatched: (H,))' if unbatched else ''}, got "
                                  f"{tuple(hx.shape)}")
         out = gru_cell(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
@@ -173,10 +194,7 @@ class GRU(RNNBase):
                  dropout=0.0, bidirectional=False, device=None, dtype=None):
         super().__init__()
         _dev.check(device, "GRU")
-        if num_layers < 1:
-            raise ValueError(f"GRU: num_layers must be at least 1, got {num_layers}")
-        if not 0.0 <= dropout <= 1.0:
-            raise ValueError(f"GRU: dropout must be in [0, 1], got {dropout}")
+        check_rnn_args("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout)
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.num_layers = num_layers
