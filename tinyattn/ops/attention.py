@@ -24,11 +24,12 @@ import math
 from .. import _shapes
 from .. import backend
 from .. import dtypes as _dt
-from ..autograd import Function
+from ..autograd import Function, is_grad_enabled
 from ..creation import arange, tensor
 from ..storage import TensorBase as Tensor, _empty, _zeros
 from . import flash as _flash
 from ._launch import packed
+from ._recorded import composed_grads
 from .compare import le, logical_not, lt, where
 from .convert import to_dtype
 from .random import dropout
@@ -53,6 +54,8 @@ class AdditiveScore(Function):
     @staticmethod
     def backward(ctx, g):
         t, v = ctx.saved_tensors
+        if is_grad_enabled():   # create_graph=True: the composed formula, differentiated
+            return composed_grads(ctx, _additive_score_composed, g)
         B, S, A = t.shape
         dpk = _empty((B, S, A), t.dtype)
         dq = _zeros((B, A), t.dtype)
@@ -60,6 +63,14 @@ class AdditiveScore(Function):
         backend.attention.additive_score_backward(packed(g)._data, t._data, v._data, B, S, A,
                                                   dpk._data, dq._data, dv._data)
         return dpk, dq, dv
+
+
+def _additive_score_composed(pk, q, v):
+    return ((pk + q.unsqueeze(1)).tanh() * v.reshape(-1)).sum(-1)
+
+
+def _context_composed(weights, keys):
+    return (weights.unsqueeze(-1) * keys).sum(1)
 
 
 def additive_score(projected_keys, projected_query, v, check=True):
@@ -95,6 +106,8 @@ class Context(Function):
     @staticmethod
     def backward(ctx, g):
         weights, keys = ctx.inputs
+        if is_grad_enabled():   # create_graph=True: the composed formula, differentiated
+            return composed_grads(ctx, _context_composed, g)
         B, S, C = keys.shape
         dw = _empty((B, S), keys.dtype)
         dk = _empty((B, S, C), keys.dtype)
@@ -102,6 +115,10 @@ class Context(Function):
                                            keys._offset, keys._strides[0], keys._strides[1],
                                            dw._data, dk._data, B, S, C)
         return dw, dk
+
+
+# Under create_graph=True their backwards are the composed formulas, differentiated.
+AdditiveScore.differentiable_backward = Context.differentiable_backward = True
 
 
 def attention_context(weights, keys):

@@ -21,9 +21,11 @@ import builtins
 
 from .. import backend
 from .. import dtypes as _dt
-from ..autograd import Function
+from ..autograd import Function, is_grad_enabled
 from ..storage import TensorBase as Tensor, _empty, _zeros
 from ._launch import packed
+from ._recorded import Adjoint, composed_grads
+from .layout import cat
 from .pad import pad as _pad
 
 
@@ -118,6 +120,9 @@ class Unfold(Function):
     @staticmethod
     def backward(ctx, g):
         x, geo, side_by_side = (ctx.inputs + (False,))[:3]
+        if is_grad_enabled():   # create_graph=True: fold's gradient is unfold again
+            return Adjoint.apply(g, lambda u: Unfold.backward(ctx, u)[0],
+                                 lambda u: Unfold.apply(u, geo, side_by_side)), None, None
         N, C = x.shape[0], x.shape[1]
         _, NS, RS = _layout(side_by_side, N, C * geo.KH * geo.KW, geo.OH * geo.OW)
         dx = _zeros(x.shape, x.dtype)
@@ -140,6 +145,9 @@ class Fold(Function):
     @staticmethod
     def backward(ctx, g):
         cols, geo, C = ctx.inputs
+        if is_grad_enabled():   # create_graph=True: unfold's gradient is fold again
+            return Adjoint.apply(g, lambda u: Fold.backward(ctx, u)[0],
+                                 lambda u: Fold.apply(u, geo, C)), None, None
         N, K, L = cols.shape
         dcols = _empty(cols.shape, cols.dtype)
         backend.conv.im2col(packed(g)._data, dcols._data, N, C, *geo.args(), K * L, L)
@@ -206,6 +214,8 @@ class Conv2d(Function):
     @staticmethod
     def backward(ctx, g):
         x, weight, bias, geo, G = ctx.inputs
+        if is_grad_enabled():   # create_graph=True: unfold and matmuls, differentiated
+            return composed_grads(ctx, _conv2d_composed, g)
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
         need_b = need_b and bias is not None
         N, C = x.shape[0], x.shape[1]
@@ -219,6 +229,17 @@ class Conv2d(Function):
                                      db._data if need_b else spare, need_x, need_w, need_b,
                                      N, C, geo.H, geo.W, O, G, *geo.args()[2:])
         return dx, dw, db, None, None
+
+
+def _conv2d_composed(x, weight, bias, geo, G):
+    """Conv2d as recorded ops: per group, the (O/G, C/G*KH*KW) weights times the columns."""
+    N, O = x.shape[0], weight.shape[0]
+    cols = Unfold.apply(x, geo)                                  # (N, C*KH*KW, OH*OW)
+    K, Og = cols.shape[1] // G, O // G
+    outs = [weight.narrow(0, j * Og, Og).reshape(Og, K) @ cols.narrow(1, j * K, K)
+            for j in range(G)]
+    out = (outs[0] if G == 1 else cat(outs, 1)).reshape(N, O, geo.OH, geo.OW)
+    return out if bias is None else out + bias.reshape(1, O, 1, 1)
 
 
 def _same_padding(op, k, d):
@@ -328,10 +349,20 @@ class MaxPool2d(Function):
     @staticmethod
     def backward(ctx, g):
         x, geo, index = ctx.inputs
+        if is_grad_enabled():   # create_graph=True: the gradient of this scatter is the gather
+            return Adjoint.apply(g, lambda u: MaxPool2d.backward(ctx, u)[0],
+                                 lambda u: _winners(u, index[0])), None, None
         dx = _zeros(x.shape, x.dtype)
         backend.conv.max_pool2d_backward(packed(g)._data, index[0]._data, dx._data,
                                          x.shape[0] * x.shape[1], geo.H * geo.W, geo.OH * geo.OW)
         return dx, None, None
+
+
+def _winners(u, index):
+    """u (N, C, H, W) at the positions h*W + w of `index` (N, C, OH, OW), recorded."""
+    N, C = u.shape[0], u.shape[1]
+    flat = u.reshape(N, C, -1).gather(2, index.reshape(N, C, -1))
+    return flat.reshape(index.shape)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
@@ -372,6 +403,10 @@ class AvgPool2d(Function):
     @staticmethod
     def backward(ctx, g):
         x, geo, count_include_pad, divisor = ctx.inputs
+        if is_grad_enabled():   # create_graph=True: this backward is linear, its gradient the pool
+            return Adjoint.apply(g, lambda u: AvgPool2d.backward(ctx, u)[0],
+                                 lambda u: AvgPool2d.apply(u, geo, count_include_pad, divisor)
+                                 ), None, None, None
         dx = _zeros(x.shape, x.dtype)
         backend.conv.avg_pool2d_backward(packed(g)._data, dx._data, x.shape[0] * x.shape[1],
                                          *geo.args()[:8], geo.OH, geo.OW, count_include_pad,
@@ -418,10 +453,19 @@ class AdaptiveAvgPool2d(Function):
     @staticmethod
     def backward(ctx, g):
         x, OH, OW = ctx.inputs
+        if is_grad_enabled():   # create_graph=True: this backward is linear, its gradient the pool
+            return Adjoint.apply(g, lambda u: AdaptiveAvgPool2d.backward(ctx, u)[0],
+                                 lambda u: AdaptiveAvgPool2d.apply(u, OH, OW)), None, None
         N, C, H, W = x.shape
         dx = _zeros(x.shape, x.dtype)
         backend.conv.adaptive_avg_pool2d_backward(packed(g)._data, dx._data, N * C, H, W, OH, OW)
         return dx, None, None
+
+
+# Under create_graph=True their backwards are recorded (ops/_recorded.py).
+Unfold.differentiable_backward = Fold.differentiable_backward = True
+Conv2d.differentiable_backward = MaxPool2d.differentiable_backward = True
+AvgPool2d.differentiable_backward = AdaptiveAvgPool2d.differentiable_backward = True
 
 
 def adaptive_avg_pool2d(input, output_size):  # noqa: A002

@@ -13,10 +13,11 @@ import builtins
 from array import array
 
 from .. import dtypes as _dt
-from ..autograd import Function, no_grad
+from ..autograd import Function, is_grad_enabled, no_grad
 from .. import backend
 from ..storage import TensorBase as Tensor, _empty, _make
 from ._launch import packed
+from ._recorded import Adjoint
 from .convert import to_dtype
 from .compare import eq, where
 from .indexing import checked_index, index_select, int_range
@@ -40,8 +41,11 @@ class Embedding(Function):
 
     @staticmethod
     def backward(ctx, g):
-        weight, rows, _, padding_idx, scale_grad_by_freq = ctx.inputs
+        weight, rows, out_shape, padding_idx, scale_grad_by_freq = ctx.inputs
         n, d = rows.numel(), weight.shape[1]
+        if is_grad_enabled():   # create_graph=True: this scatter-add's gradient is the lookup
+            return Adjoint.apply(g, lambda u: Embedding.backward(ctx, u)[0],
+                                 lambda u: _lookup(ctx, u)), None, None, None, None
         out = _make(_dt.zeros_buffer(g.dtype, weight.numel()), weight.shape, g.dtype)
         backend.index.scatter_add_rows(packed(g)._data, rows._data, out._data, n, d)
         if scale_grad_by_freq:
@@ -55,6 +59,33 @@ class Embedding(Function):
         if padding_idx is not None:
             out._data[padding_idx * d:(padding_idx + 1) * d] = _dt.zeros_buffer(g.dtype, d)
         return out, None, None, None, None
+
+
+def _lookup(ctx, u):
+    """L of Embedding's backward g -> dweight, recorded: the rows of u (weight's shape), each
+    scaled as the backward scales its row (0 for padding_idx, 1/count with scale_grad_by_freq)."""
+    weight, rows, out_shape, padding_idx, scale_grad_by_freq = ctx.inputs
+    if padding_idx is not None or scale_grad_by_freq:
+        u = u * _row_scale(ctx, u.dtype)
+    return Embedding.apply(u, rows, out_shape, None, False)
+
+
+def _row_scale(ctx, dtype):
+    """(V, 1): the factor Embedding's backward gives each row's gradient."""
+    weight, rows, _, padding_idx, scale_grad_by_freq = ctx.inputs
+    V = weight.shape[0]
+    factor = [1.0] * V
+    if scale_grad_by_freq:
+        count = [0] * V
+        for r in rows._data:
+            count[r] += 1
+        factor = [1.0 / c if c > 1 else 1.0 for c in count]
+    if padding_idx is not None:
+        factor[padding_idx] = 0.0
+    return _make(array(dtype.typecode, factor), (V, 1), dtype)
+
+
+Embedding.differentiable_backward = True
 
 
 def _embedding_renorm_(weight, rows, max_norm, norm_type):

@@ -12,11 +12,12 @@ Chapter 5 of the tour (docs/05-transformer.md) uses dropout.
 from array import array
 
 from .. import dtypes as _dt
-from ..autograd import UnaryFunction
+from ..autograd import UnaryFunction, is_grad_enabled
 from .. import backend
 from ..random import default_generator
 from ..storage import TensorBase as Tensor, _empty
 from ._launch import check_tensor, packed
+from ._recorded import Adjoint
 
 
 def uniform_fill(t, low, high, generator=None):
@@ -131,8 +132,18 @@ class Dropout(UnaryFunction):
 
     @staticmethod
     def backward(ctx, g):
+        if is_grad_enabled():   # create_graph=True: g -> g * m is its own transpose
+            def masked(u):
+                return Adjoint.apply(u, fast, masked)
+
+            def fast(u):
+                return Dropout.backward(ctx, u)[0]
+            return masked(g), None
         k1, k2, p, scale = ctx.draw
         g = packed(g)
         dx = _empty(g.shape, g.dtype)
         backend.random.dropout_apply(g._data, dx._data, len(dx._data), k1, k2, p, scale)
         return dx, None
+
+
+Dropout.differentiable_backward = True

@@ -18,11 +18,13 @@ from array import array
 
 from .. import backend
 from .. import dtypes as _dt
-from ..autograd import Function
-from ..storage import _empty, _zeros
+from ..autograd import Function, is_grad_enabled
+from ..storage import _empty, _make, _zeros
 from ._launch import packed, transposed
+from ._recorded import composed_grads
 from .arithmetic import add, add_into
-from .layout import cat, narrow, reshape, unsqueeze
+from .compare import where
+from .layout import cat, narrow, reshape, stack, unsqueeze
 from .matmul import mm_pair_raw, mm_raw
 from .reduce import _sum
 
@@ -87,6 +89,41 @@ def _weight_gradients(gi, h0, b_ih, reverse, hs, dgi, dgh, carry, m):
     return dgi, dh0, dw_hh, db_ih, db_hh
 
 
+def _gru_step(gi, gh, h):
+    """h' from the input and hidden projections gi, gh (B, 3H, biases in), recorded ops."""
+    H = h.shape[-1]
+    r = (gi.narrow(-1, 0, H) + gh.narrow(-1, 0, H)).sigmoid()
+    z = (gi.narrow(-1, H, H) + gh.narrow(-1, H, H)).sigmoid()
+    n = (gi.narrow(-1, 2 * H, H) + r * gh.narrow(-1, 2 * H, H)).tanh()
+    return (1.0 - z) * n + z * h
+
+
+def _gru_sequence_composed(gi, h0, w_hh, b_ih, b_hh, lengths, reverse):
+    """GRUSequence as recorded ops, one step at a time (a row past its length keeps its state)."""
+    T, B = gi.shape[0], gi.shape[1]
+    h, hs = h0, [None] * T
+    for t in (range(T - 1, -1, -1) if reverse else range(T)):
+        x_t = gi[t] if b_ih is None else gi[t] + b_ih
+        gh = h @ w_hh.t() if b_hh is None else h @ w_hh.t() + b_hh
+        new = _gru_step(x_t, gh, h)
+        if lengths is not None:
+            keep = [t < lengths[b] for b in range(B)]
+            new = where(_make(array("b", keep), (B, 1), _dt.bool), new, h)
+        h = hs[t] = new
+    return stack(hs) if T else gi.narrow(-1, 0, 0) * 0.0
+
+
+def _bi_gru_sequence_composed(gi_f, gi_b, h0_f, h0_b, w_f, w_b, bi_f, bh_f, bi_b, bh_b, lengths):
+    return cat([_gru_sequence_composed(gi_f, h0_f, w_f, bi_f, bh_f, lengths, False),
+                _gru_sequence_composed(gi_b, h0_b, w_b, bi_b, bh_b, lengths, True)], 2)
+
+
+def _gru_cell_composed(x, h, w_ih, w_hh, b_ih, b_hh):
+    gi = x @ w_ih.t() if b_ih is None else x @ w_ih.t() + b_ih
+    gh = h @ w_hh.t() if b_hh is None else h @ w_hh.t() + b_hh
+    return _gru_step(gi, gh, h)
+
+
 class GRUSequence(Function):
     """The recurrence of one GRU layer in one direction over a whole sequence, as one graph node.
 
@@ -109,6 +146,8 @@ class GRUSequence(Function):
     @staticmethod
     def backward(ctx, g):
         gi, h0, w_hh, b_ih, b_hh, lengths, reverse = ctx.inputs
+        if is_grad_enabled():   # create_graph=True: the steps as recorded ops, differentiated
+            return composed_grads(ctx, _gru_sequence_composed, g)
         T, B, H3 = gi.shape
         dgi, dgh, carry, m, buffers = _backward_buffers(gi, h0, w_hh, ctx.hs, ctx.ws, g)
         backend.rnn.gru_sequence_backward(*buffers, *_lengths_buffer(lengths), reverse, dgi._data,
@@ -140,6 +179,8 @@ class BiGRUSequence(Function):
     @staticmethod
     def backward(ctx, g):
         gi_f, gi_b, h0_f, h0_b, w_f, w_b, bi_f, bh_f, bi_b, bh_b, lengths = ctx.inputs
+        if is_grad_enabled():   # create_graph=True: the steps as recorded ops, differentiated
+            return composed_grads(ctx, _bi_gru_sequence_composed, g)
         hs_f, ws_f, hs_b, ws_b = ctx.state
         T, B, H3 = gi_f.shape
         H = H3 // 3
@@ -185,6 +226,8 @@ class GRUCell(Function):
     @staticmethod
     def backward(ctx, g):
         x, _, w_ih, w_hh, b_ih, b_hh = ctx.inputs
+        if is_grad_enabled():   # create_graph=True: the step as recorded ops, differentiated
+            return composed_grads(ctx, _gru_cell_composed, g)
         need_x, need_h, need_wih, need_whh = ctx.needs_input_grad[:4]
         h = ctx.h
         B, H = h.shape
@@ -215,6 +258,11 @@ class GRUCell(Function):
         db_ih = _sum(dgi, (0,), False) if b_ih is not None else None
         db_hh = _sum(dgh, (0,), False) if b_hh is not None else None
         return dx, dh, dw_ih, dw_hh, db_ih, db_hh
+
+
+# Under create_graph=True their backwards are the composed steps, differentiated.
+GRUSequence.differentiable_backward = BiGRUSequence.differentiable_backward = True
+GRUCell.differentiable_backward = True
 
 
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002

@@ -13,10 +13,11 @@ from collections import namedtuple
 
 from .. import _shapes
 from .. import dtypes as _dt
-from ..autograd import UnaryFunction
+from ..autograd import UnaryFunction, is_grad_enabled
 from .. import backend
 from ..storage import _empty
 from ._launch import check_tensor, packed
+from ._recorded import Adjoint
 from .convert import to_dtype
 from .indexing import flip, gather
 from .layout import contiguous, narrow, reshape, transpose
@@ -93,11 +94,17 @@ class CumSum(UnaryFunction):
     @staticmethod
     def backward(ctx, g):
         _, rows, n = ctx.inputs
+        if is_grad_enabled():   # create_graph=True: the gradient of the reversed cumsum is cumsum
+            return Adjoint.apply(g, lambda u: CumSum.backward(ctx, u)[0],
+                                 lambda u: CumSum.apply(contiguous(u), rows, n)), None, None
         g = packed(flip(g, (-1,)))
         out = _empty(g.shape, g.dtype)
         if rows and n:
             backend.sort.cumsum_rows(g._data, rows, n, out._data)
         return flip(out, (-1,)), None, None
+
+
+CumSum.differentiable_backward = True
 
 
 def cumsum(input, dim, dtype=None):  # noqa: A002

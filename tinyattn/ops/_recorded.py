@@ -1,0 +1,62 @@
+"""Recorded backwards for fused ops: what makes their gradients differentiable again.
+
+A fused op's backward is a kernel: fast, but its result carries no graph. With create_graph=True
+(grad mode on inside backward, autograd.py: `differentiable_backward`) such an op takes one of two
+recorded paths instead; with it off the kernel stays the only path.
+
+    Adjoint          for an op L linear in its input (a slice, a row gather, a pooling, a
+                     cumsum): dx = L^T g is the op's own backward kernel, and the gradient of
+                     g -> L^T g is L again, the op itself, which is recorded: so every order of
+                     derivative goes through the same two kernels.
+    composed_grads   for any other fused op: the same function written again with recorded ops
+                     (many small nodes), differentiated by autograd.grad(create_graph=True).
+"""
+from .. import autograd
+from ..autograd import Function, UnaryFunction, no_grad
+from ..storage import TensorBase as Tensor, _make
+
+
+class Adjoint(Function):
+    """y = L^T g for a linear op L:  forward `transposed(g)` (L's backward, run as a kernel),
+    backward  dg = op(gy) = L gy (recorded, so differentiable again)."""
+
+    reads_inputs = False
+
+    @staticmethod
+    def forward(ctx, g, transposed, op):
+        with no_grad():
+            return transposed(g)
+
+    @staticmethod
+    def backward(ctx, gy):
+        return ctx.inputs[2](gy), None, None
+
+
+class _Alias(UnaryFunction):
+    """x itself as a new node (dx = g): the point where composed_grads stops differentiating."""
+
+    reads_inputs = False
+
+    @staticmethod
+    def forward(ctx, x):
+        return _make(x._data, x.shape, x.dtype, x._strides, x._offset, x._packed)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+Adjoint.differentiable_backward = _Alias.differentiable_backward = True
+
+
+def composed_grads(ctx, composed, g):
+    """The gradients of node `ctx`'s op for upstream gradient g, as recorded ops: `composed`
+    (called with ctx.inputs) computes the op's output from recorded ops, and is differentiated
+    with create_graph=True. One gradient per input, None where none is needed."""
+    needs = ctx.needs_input_grad
+    args = [_Alias.apply(a) if need else a for a, need in zip(ctx.inputs, needs)]
+    wanted = [a for a, need in zip(args, needs) if need]
+    out = composed(*args)
+    outs, gs = ((out,), (g,)) if isinstance(out, Tensor) else (tuple(out), tuple(g))
+    grads = iter(autograd.grad(outs, wanted, gs, create_graph=True, allow_unused=True))
+    return tuple(next(grads) if need else None for need in needs)
