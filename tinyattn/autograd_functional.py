@@ -11,8 +11,8 @@ For f: inputs -> outputs, with J its Jacobian and H the Hessian of a scalar f:
     hvp(f, x, v)     H v        and vhp(f, x, v) = v^T H: the same for the symmetric H
 
 Everything past the first derivative records the backward pass (autograd.grad with
-create_graph=True), so f may use only ops whose backward is differentiable
-(autograd.Function.differentiable_backward); any other raises naming the op.
+create_graph=True): every op's backward is differentiable
+(autograd.Function.differentiable_backward); a Function without it raises naming itself.
 """
 from . import autograd
 from . import dtypes as _dt

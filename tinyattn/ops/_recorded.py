@@ -1,8 +1,8 @@
 """Recorded backwards for fused ops: what makes their gradients differentiable again.
 
 A fused op's backward is a kernel: fast, but its result carries no graph. With create_graph=True
-(grad mode on inside backward, autograd.py: `differentiable_backward`) such an op takes one of two
-recorded paths instead; with it off the kernel stays the only path.
+the engine runs the op's `differentiable_backward` instead (autograd.py), a function of recorded
+ops made by one of the two helpers below; with it off the kernel stays the only path, unchanged.
 
     Adjoint          for an op L linear in its input (a slice, a row gather, a pooling, a
                      cumsum): dx = L^T g is the op's own backward kernel, and the gradient of
@@ -60,3 +60,18 @@ def composed_grads(ctx, composed, g):
     outs, gs = ((out,), (g,)) if isinstance(out, Tensor) else (tuple(out), tuple(g))
     grads = iter(autograd.grad(outs, wanted, gs, create_graph=True, allow_unused=True))
     return tuple(next(grads) if need else None for need in needs)
+
+
+def adjoint(op):
+    """The recorded backward of a Function linear in its first input: dx = L^T g by the
+    Function's own backward kernel, and L as `op(ctx, u)`, recorded (the forward op again)."""
+    def recorded(ctx, g):
+        fast = lambda u: type(ctx).backward(ctx, u)[0]    # noqa: E731
+        return (Adjoint.apply(g, fast, lambda u: op(ctx, u)),) + (None,) * (len(ctx.inputs) - 1)
+    return recorded
+
+
+def composed(fn):
+    """The recorded backward of a fused Function: `fn(*inputs)`, the same output computed with
+    recorded ops, differentiated (composed_grads)."""
+    return lambda ctx, g: composed_grads(ctx, fn, g)

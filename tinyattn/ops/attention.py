@@ -24,12 +24,12 @@ import math
 from .. import _shapes
 from .. import backend
 from .. import dtypes as _dt
-from ..autograd import Function, is_grad_enabled
+from ..autograd import Function
 from ..creation import arange, tensor
 from ..storage import TensorBase as Tensor, _empty, _zeros
 from . import flash as _flash
 from ._launch import packed
-from ._recorded import composed_grads
+from ._recorded import composed
 from .compare import le, logical_not, lt, where
 from .convert import to_dtype
 from .random import dropout
@@ -54,8 +54,6 @@ class AdditiveScore(Function):
     @staticmethod
     def backward(ctx, g):
         t, v = ctx.saved_tensors
-        if is_grad_enabled():   # create_graph=True: the composed formula, differentiated
-            return composed_grads(ctx, _additive_score_composed, g)
         B, S, A = t.shape
         dpk = _empty((B, S, A), t.dtype)
         dq = _zeros((B, A), t.dtype)
@@ -106,8 +104,6 @@ class Context(Function):
     @staticmethod
     def backward(ctx, g):
         weights, keys = ctx.inputs
-        if is_grad_enabled():   # create_graph=True: the composed formula, differentiated
-            return composed_grads(ctx, _context_composed, g)
         B, S, C = keys.shape
         dw = _empty((B, S), keys.dtype)
         dk = _empty((B, S, C), keys.dtype)
@@ -118,7 +114,8 @@ class Context(Function):
 
 
 # Under create_graph=True their backwards are the composed formulas, differentiated.
-AdditiveScore.differentiable_backward = Context.differentiable_backward = True
+AdditiveScore.differentiable_backward = composed(_additive_score_composed)
+Context.differentiable_backward = composed(_context_composed)
 
 
 def attention_context(weights, keys):

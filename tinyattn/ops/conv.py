@@ -21,10 +21,10 @@ import builtins
 
 from .. import backend
 from .. import dtypes as _dt
-from ..autograd import Function, is_grad_enabled
+from ..autograd import Function
 from ..storage import TensorBase as Tensor, _empty, _zeros
 from ._launch import packed
-from ._recorded import Adjoint, composed_grads
+from ._recorded import adjoint, composed
 from .layout import cat
 from .pad import pad as _pad
 
@@ -120,9 +120,6 @@ class Unfold(Function):
     @staticmethod
     def backward(ctx, g):
         x, geo, side_by_side = (ctx.inputs + (False,))[:3]
-        if is_grad_enabled():   # create_graph=True: fold's gradient is unfold again
-            return Adjoint.apply(g, lambda u: Unfold.backward(ctx, u)[0],
-                                 lambda u: Unfold.apply(u, geo, side_by_side)), None, None
         N, C = x.shape[0], x.shape[1]
         _, NS, RS = _layout(side_by_side, N, C * geo.KH * geo.KW, geo.OH * geo.OW)
         dx = _zeros(x.shape, x.dtype)
@@ -145,9 +142,6 @@ class Fold(Function):
     @staticmethod
     def backward(ctx, g):
         cols, geo, C = ctx.inputs
-        if is_grad_enabled():   # create_graph=True: unfold's gradient is fold again
-            return Adjoint.apply(g, lambda u: Fold.backward(ctx, u)[0],
-                                 lambda u: Fold.apply(u, geo, C)), None, None
         N, K, L = cols.shape
         dcols = _empty(cols.shape, cols.dtype)
         backend.conv.im2col(packed(g)._data, dcols._data, N, C, *geo.args(), K * L, L)
@@ -214,8 +208,6 @@ class Conv2d(Function):
     @staticmethod
     def backward(ctx, g):
         x, weight, bias, geo, G = ctx.inputs
-        if is_grad_enabled():   # create_graph=True: unfold and matmuls, differentiated
-            return composed_grads(ctx, _conv2d_composed, g)
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
         need_b = need_b and bias is not None
         N, C = x.shape[0], x.shape[1]
@@ -349,9 +341,6 @@ class MaxPool2d(Function):
     @staticmethod
     def backward(ctx, g):
         x, geo, index = ctx.inputs
-        if is_grad_enabled():   # create_graph=True: the gradient of this scatter is the gather
-            return Adjoint.apply(g, lambda u: MaxPool2d.backward(ctx, u)[0],
-                                 lambda u: _winners(u, index[0])), None, None
         dx = _zeros(x.shape, x.dtype)
         backend.conv.max_pool2d_backward(packed(g)._data, index[0]._data, dx._data,
                                          x.shape[0] * x.shape[1], geo.H * geo.W, geo.OH * geo.OW)
@@ -403,10 +392,6 @@ class AvgPool2d(Function):
     @staticmethod
     def backward(ctx, g):
         x, geo, count_include_pad, divisor = ctx.inputs
-        if is_grad_enabled():   # create_graph=True: this backward is linear, its gradient the pool
-            return Adjoint.apply(g, lambda u: AvgPool2d.backward(ctx, u)[0],
-                                 lambda u: AvgPool2d.apply(u, geo, count_include_pad, divisor)
-                                 ), None, None, None
         dx = _zeros(x.shape, x.dtype)
         backend.conv.avg_pool2d_backward(packed(g)._data, dx._data, x.shape[0] * x.shape[1],
                                          *geo.args()[:8], geo.OH, geo.OW, count_include_pad,
@@ -453,19 +438,21 @@ class AdaptiveAvgPool2d(Function):
     @staticmethod
     def backward(ctx, g):
         x, OH, OW = ctx.inputs
-        if is_grad_enabled():   # create_graph=True: this backward is linear, its gradient the pool
-            return Adjoint.apply(g, lambda u: AdaptiveAvgPool2d.backward(ctx, u)[0],
-                                 lambda u: AdaptiveAvgPool2d.apply(u, OH, OW)), None, None
         N, C, H, W = x.shape
         dx = _zeros(x.shape, x.dtype)
         backend.conv.adaptive_avg_pool2d_backward(packed(g)._data, dx._data, N * C, H, W, OH, OW)
         return dx, None, None
 
 
-# Under create_graph=True their backwards are recorded (ops/_recorded.py).
-Unfold.differentiable_backward = Fold.differentiable_backward = True
-Conv2d.differentiable_backward = MaxPool2d.differentiable_backward = True
-AvgPool2d.differentiable_backward = AdaptiveAvgPool2d.differentiable_backward = True
+# Under create_graph=True: the linear ops' backwards are differentiated by the ops themselves;
+# convolution's by its composed form (ops/_recorded.py).
+Unfold.differentiable_backward = adjoint(lambda ctx, u: Unfold.apply(u, *ctx.inputs[1:]))
+Fold.differentiable_backward = adjoint(lambda ctx, u: Fold.apply(u, *ctx.inputs[1:]))
+MaxPool2d.differentiable_backward = adjoint(lambda ctx, u: _winners(u, ctx.inputs[2][0]))
+AvgPool2d.differentiable_backward = adjoint(lambda ctx, u: AvgPool2d.apply(u, *ctx.inputs[1:]))
+AdaptiveAvgPool2d.differentiable_backward = adjoint(
+    lambda ctx, u: AdaptiveAvgPool2d.apply(u, *ctx.inputs[1:]))
+Conv2d.differentiable_backward = composed(_conv2d_composed)
 
 
 def adaptive_avg_pool2d(input, output_size):  # noqa: A002

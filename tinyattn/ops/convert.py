@@ -9,7 +9,7 @@ strided copies of `_launch.copy_into`. Most ops convert their operands with `to_
 why this file sits at the bottom of ops/.
 """
 from .. import dtypes as _dt
-from ..autograd import UnaryFunction, is_grad_enabled
+from ..autograd import UnaryFunction
 from ._launch import copy
 
 _bool = _dt.bool
@@ -29,15 +29,11 @@ class ToDtype(UnaryFunction):
     @staticmethod
     def backward(ctx, g):
         x = ctx.inputs[0]
-        if not x.dtype.is_floating_point:
-            return None, None
-        if is_grad_enabled():    # create_graph=True: the conversion back, recorded
-            return ToDtype.apply(g, x.dtype), None
-        return copy(g, x.dtype), None
+        return (copy(g, x.dtype) if x.dtype.is_floating_point else None), None
 
 
-# Under create_graph=True its backward is a recorded conversion, differentiable again.
-ToDtype.differentiable_backward = True
+# create_graph=True: the conversion back, recorded (a float input: only floats carry gradients).
+ToDtype.differentiable_backward = lambda ctx, g: (ToDtype.apply(g, ctx.inputs[0].dtype), None)
 
 
 def to_dtype(x, dtype):

@@ -13,11 +13,11 @@ import builtins
 from array import array
 
 from .. import dtypes as _dt
-from ..autograd import Function, is_grad_enabled, no_grad
+from ..autograd import Function, no_grad
 from .. import backend
 from ..storage import TensorBase as Tensor, _empty, _make
 from ._launch import packed
-from ._recorded import Adjoint
+from ._recorded import adjoint
 from .convert import to_dtype
 from .compare import eq, where
 from .indexing import checked_index, index_select, int_range
@@ -41,11 +41,8 @@ class Embedding(Function):
 
     @staticmethod
     def backward(ctx, g):
-        weight, rows, out_shape, padding_idx, scale_grad_by_freq = ctx.inputs
+        weight, rows, _, padding_idx, scale_grad_by_freq = ctx.inputs
         n, d = rows.numel(), weight.shape[1]
-        if is_grad_enabled():   # create_graph=True: this scatter-add's gradient is the lookup
-            return Adjoint.apply(g, lambda u: Embedding.backward(ctx, u)[0],
-                                 lambda u: _lookup(ctx, u)), None, None, None, None
         out = _make(_dt.zeros_buffer(g.dtype, weight.numel()), weight.shape, g.dtype)
         backend.index.scatter_add_rows(packed(g)._data, rows._data, out._data, n, d)
         if scale_grad_by_freq:
@@ -85,7 +82,7 @@ def _row_scale(ctx, dtype):
     return _make(array(dtype.typecode, factor), (V, 1), dtype)
 
 
-Embedding.differentiable_backward = True
+Embedding.differentiable_backward = adjoint(_lookup)
 
 
 def _embedding_renorm_(weight, rows, max_norm, norm_type):

@@ -31,14 +31,14 @@ from array import array
 from .. import _numpy as _np
 from .. import _shapes
 from .. import dtypes as _dt
-from ..autograd import Function, bump_version, is_grad_enabled, no_grad
+from ..autograd import Function, bump_version, no_grad
 from .. import backend
 from ..creation import arange, tensor, zeros
 from ..storage import TensorBase as Tensor, _empty, _make
 from ._launch import check_tensor, copy, copy_into, packed, tensor_from_scalar
 from .compare import ge, le, lt, ne, where
 from .convert import to_dtype
-from ._recorded import Adjoint
+from ._recorded import adjoint
 from .inplace import recorded
 from .layout import Diagonal, Slice, alias, expand, permute, reshape, view
 from .reduce import sum, sum_to  # noqa: A004
@@ -67,16 +67,13 @@ class IndexRows(Function):
     @staticmethod
     def backward(ctx, g):
         src, rows = ctx.inputs
-        if is_grad_enabled():   # create_graph=True: the gradient of this scatter-add is the gather
-            return Adjoint.apply(g, lambda u: IndexRows.backward(ctx, u)[0],
-                                 lambda u: IndexRows.apply(u, rows)), None
         out = _make(_dt.zeros_buffer(g.dtype, src.numel()), src.shape, g.dtype)
         backend.index.scatter_add_rows(packed(g)._data, rows._data, out._data, rows.numel(),
                                        src.shape[1])
         return out, None
 
 
-IndexRows.differentiable_backward = True
+IndexRows.differentiable_backward = adjoint(lambda ctx, u: IndexRows.apply(u, ctx.inputs[1]))
 
 
 def checked_index(op, idx, size, dim, allow_negative=True, empty_any_dtype=False):

@@ -22,10 +22,10 @@ from .. import _devices
 from .. import _shapes
 from .. import dtypes as _dt
 from .. import autograd as _autograd
-from ..autograd import Function, UnaryFunction, is_grad_enabled
+from ..autograd import Function, UnaryFunction
 from ..storage import TensorBase as Tensor, _empty, _make, _strides_for
 from ._launch import check_tensor, copy, copy_into, shape_arg
-from ._recorded import Adjoint
+from ._recorded import adjoint
 from .convert import to_dtype
 from .reduce import sum_to
 
@@ -296,9 +296,6 @@ class Slice(UnaryFunction):
     @staticmethod
     def backward(ctx, g):
         x, recipe, new_axes = ctx.inputs
-        if is_grad_enabled():   # create_graph=True: the gradient of this scatter is the slice
-            return Adjoint.apply(g, lambda u: Slice.backward(ctx, u)[0],
-                                 lambda u: Slice.apply(u, recipe, new_axes)), None, None
         out = _make(_dt.zeros_buffer(g.dtype, x.numel()), x.shape, g.dtype)
         shape, strides, offset = _apply_recipe(out.shape, out._strides, 0, recipe, new_axes)
         copy_into(g, out._data, offset, strides)
@@ -335,9 +332,6 @@ class Diagonal(UnaryFunction):
     @staticmethod
     def backward(ctx, g):
         x, offset, d1, d2 = ctx.inputs
-        if is_grad_enabled():   # create_graph=True: the gradient of this scatter is the diagonal
-            return Adjoint.apply(g, lambda u: Diagonal.backward(ctx, u)[0],
-                                 lambda u: Diagonal.apply(u, offset, d1, d2)), None, None, None
         out = _make(_dt.zeros_buffer(g.dtype, x.numel()), x.shape, g.dtype)
         shape, strides, off = _diagonal_layout(out.shape, out._strides, 0, offset, d1, d2)
         copy_into(g, out._data, off, strides)
@@ -437,7 +431,9 @@ class Copy(UnaryFunction):
 # Their backward formulas are recorded ops, differentiable again (create_graph=True).
 View.differentiable_backward = Permute.differentiable_backward = True
 Expand.differentiable_backward = Copy.differentiable_backward = True
-Slice.differentiable_backward = Diagonal.differentiable_backward = True
+# Slicing and taking a diagonal are linear: the gradient of their backward is the op again.
+Slice.differentiable_backward = adjoint(lambda ctx, u: Slice.apply(u, *ctx.inputs[1:]))
+Diagonal.differentiable_backward = adjoint(lambda ctx, u: Diagonal.apply(u, *ctx.inputs[1:]))
 
 
 def contiguous(x):
@@ -476,12 +472,9 @@ class Cat(Function):
         dim = ctx.inputs[0]
         grads, pos = [None], 0
         step = g._strides[dim]
-        recorded = _autograd.is_grad_enabled()    # create_graph=True: recorded narrows
         for t, need in zip(ctx.inputs[1:], ctx.needs_input_grad[1:]):
             n = t.shape[dim]
-            if need and recorded:
-                grads.append(narrow(g, dim, pos, n))
-            elif need:  # narrow(g, dim, pos, n), made directly (backward records no graph)
+            if need:  # narrow(g, dim, pos, n), made directly (backward records no graph)
                 grads.append(_make(g._data, g.shape[:dim] + (n,) + g.shape[dim + 1:], g.dtype,
                                    g._strides, g._offset + pos * step))
             else:
@@ -490,7 +483,16 @@ class Cat(Function):
         return tuple(grads)
 
 
-Cat.differentiable_backward = True
+def _cat_recorded(ctx, g):
+    """create_graph=True: each input's gradient is its slice of g, a recorded narrow."""
+    dim, grads, pos = ctx.inputs[0], [None], 0
+    for t, need in zip(ctx.inputs[1:], ctx.needs_input_grad[1:]):
+        grads.append(narrow(g, dim, pos, t.shape[dim]) if need else None)
+        pos += t.shape[dim]
+    return tuple(grads)
+
+
+Cat.differentiable_backward = _cat_recorded
 
 
 def cat(tensors, dim=0):

@@ -32,11 +32,11 @@ import math
 from array import array
 
 from .. import dtypes as _dt
-from ..autograd import Function, is_grad_enabled
+from ..autograd import Function
 from .. import backend
 from ..storage import TensorBase as Tensor, _empty, _make, _zeros
 from ._launch import check_tensor, copy, packed
-from ._recorded import composed_grads
+from ._recorded import composed
 from .arithmetic import add, clamp, mul, sub
 from .unary import exp, log, neg
 from .indexing import movedim_back, movedim_front
@@ -117,8 +117,6 @@ class CrossEntropyRows(Function):
     @staticmethod
     def backward(ctx, g):
         x, targets, weight, has_weight, ignore_index, eps, _ = ctx.inputs
-        if is_grad_enabled():   # create_graph=True: the composed formula, differentiated
-            return composed_grads(ctx, _cross_entropy_composed, g)
         M, C = x.shape
         dx = _empty((M, C), x.dtype)
         backend.loss.cross_entropy_backward(packed(g)._data, x._data, targets._data, weight,
@@ -163,7 +161,7 @@ def _bce_with_logits_composed(x, t, pw):
     return (1.0 - t) * x + (1.0 + (pw - 1.0) * t) * softplus
 
 
-CrossEntropyRows.differentiable_backward = True
+CrossEntropyRows.differentiable_backward = composed(_cross_entropy_composed)
 
 
 def _reduce_weighted(losses, total_weight, reduction, shape):
@@ -244,8 +242,6 @@ class NLLRows(Function):
     @staticmethod
     def backward(ctx, g):
         x, targets, weight, has_weight, ignore_index, _ = ctx.inputs
-        if is_grad_enabled():   # create_graph=True: the composed formula, differentiated
-            return composed_grads(ctx, _nll_composed, g)
         M, C = x.shape
         dx = _zeros((M, C), x.dtype)
         backend.loss.nll_backward(packed(g)._data, targets._data, weight, has_weight,
@@ -253,7 +249,7 @@ class NLLRows(Function):
         return dx, None, None, None, None, None
 
 
-NLLRows.differentiable_backward = True
+NLLRows.differentiable_backward = composed(_nll_composed)
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,  # noqa: A002
@@ -291,15 +287,13 @@ class BCEWithLogits(Function):
     @staticmethod
     def backward(ctx, g):
         x, t, pw = ctx.inputs
-        if is_grad_enabled():   # create_graph=True: the composed formula, differentiated
-            return composed_grads(ctx, _bce_with_logits_composed, g)
         dx, dt, dpw = (_empty(x.shape, x.dtype) for _ in range(3))
         backend.loss.bce_with_logits_backward(packed(g)._data, x._data, t._data, pw._data,
                                               x.numel(), dx._data, dt._data, dpw._data)
         return dx, dt, dpw
 
 
-BCEWithLogits.differentiable_backward = True
+BCEWithLogits.differentiable_backward = composed(_bce_with_logits_composed)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,  # noqa: A002

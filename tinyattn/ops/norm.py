@@ -27,10 +27,10 @@ from array import array
 
 from .. import backend
 from .. import dtypes as _dt
-from ..autograd import Function, is_grad_enabled
+from ..autograd import Function
 from ..storage import TensorBase as Tensor, _empty, _make
 from ._launch import packed
-from ._recorded import composed_grads
+from ._recorded import composed
 from .arithmetic import clamp, mul
 from .unary import ZeroGradient, rsqrt
 from .reduce import amax, amin, mean, sum  # noqa: A004
@@ -62,8 +62,6 @@ class LayerNorm(Function):
     def backward(ctx, g):
         xp, w = ctx.saved_tensors
         x, weight, bias, D, _ = ctx.inputs
-        if is_grad_enabled():   # create_graph=True: the composed formula, differentiated
-            return composed_grads(ctx, _layer_norm_composed, g)
         N = x.numel() // D if D else 0
         g = packed(g)
         dx = _empty(x.shape, x.dtype)
@@ -132,8 +130,6 @@ class BatchNorm(Function):
     @staticmethod
     def backward(ctx, g):
         x, weight, bias, mean, rstd, batch_stats = ctx.inputs
-        if is_grad_enabled():   # create_graph=True: the composed formula, differentiated
-            return composed_grads(ctx, _batch_norm_composed, g)
         N, C = x.shape[0], x.shape[1]
         L = x.numel() // (N * C) if N * C else 0
         dx = _empty(x.shape, x.dtype)
@@ -166,7 +162,8 @@ def _batch_norm_composed(x, weight, bias, mean, rstd, batch_stats):
     return y if bias is None else y + bias.reshape(shape)
 
 
-LayerNorm.differentiable_backward = BatchNorm.differentiable_backward = True
+LayerNorm.differentiable_backward = composed(_layer_norm_composed)
+BatchNorm.differentiable_backward = composed(_batch_norm_composed)
 
 
 def _channel(t, C, default):

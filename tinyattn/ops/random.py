@@ -12,7 +12,7 @@ Chapter 5 of the tour (docs/05-transformer.md) uses dropout.
 from array import array
 
 from .. import dtypes as _dt
-from ..autograd import UnaryFunction, is_grad_enabled
+from ..autograd import UnaryFunction
 from .. import backend
 from ..random import default_generator
 from ..storage import TensorBase as Tensor, _empty
@@ -132,13 +132,6 @@ class Dropout(UnaryFunction):
 
     @staticmethod
     def backward(ctx, g):
-        if is_grad_enabled():   # create_graph=True: g -> g * m is its own transpose
-            def masked(u):
-                return Adjoint.apply(u, fast, masked)
-
-            def fast(u):
-                return Dropout.backward(ctx, u)[0]
-            return masked(g), None
         k1, k2, p, scale = ctx.draw
         g = packed(g)
         dx = _empty(g.shape, g.dtype)
@@ -146,4 +139,10 @@ class Dropout(UnaryFunction):
         return dx, None
 
 
-Dropout.differentiable_backward = True
+def _dropout_recorded(ctx, g):
+    """create_graph=True: g -> g * m is linear and its own transpose."""
+    return Adjoint.apply(g, lambda u: Dropout.backward(ctx, u)[0],
+                         lambda u: _dropout_recorded(ctx, u)[0]), None
+
+
+Dropout.differentiable_backward = _dropout_recorded

@@ -25,7 +25,7 @@ from ..autograd import UnaryFunction, is_grad_enabled, no_grad
 from .. import backend
 from ..storage import TensorBase as Tensor, _empty, _make, _zeros
 from ._launch import check_tensor, copy, packed, shape_arg, tensor_from_scalar
-from ._recorded import Adjoint
+from ._recorded import adjoint
 from .convert import to_dtype
 
 _float64, _int64 = _dt.float64, _dt.int64
@@ -208,16 +208,13 @@ class MaxAlong(UnaryFunction):
     @staticmethod
     def backward(ctx, g):
         x = ctx.inputs[0]
-        if is_grad_enabled():   # create_graph=True: dx = L^T g, L picks the chosen positions
-            return (Adjoint.apply(g, lambda u: MaxAlong.backward(ctx, u)[0],
-                                  lambda u: _pick(u, ctx)), None, None, None, None)
         O, R, I = ctx.layout
         out = _make(_dt.zeros_buffer(g.dtype, x.numel()), x.shape, g.dtype)
         backend.reduce.max_dim_backward(packed(g)._data, ctx.indices._data, out._data, O, R, I)
         return out, None, None, None, None
 
 
-def _pick(u, ctx):
+def _pick(ctx, u):
     """u (x's shape) at the positions MaxAlong chose: L of its backward, recorded."""
     _, dim, keepdim, _, _ = ctx.inputs
     idx = ctx.indices if keepdim else ctx.indices.unsqueeze(dim)
@@ -249,7 +246,8 @@ class Amax(UnaryFunction):
 
 
 # Their backward formulas are recorded ops when create_graph=True (Amax's shares are constants).
-MaxAlong.differentiable_backward = Amax.differentiable_backward = True
+MaxAlong.differentiable_backward = adjoint(_pick)
+Amax.differentiable_backward = True
 
 
 MaxResult = namedtuple("max", ["values", "indices"])

@@ -18,10 +18,10 @@ from array import array
 
 from .. import backend
 from .. import dtypes as _dt
-from ..autograd import Function, is_grad_enabled
+from ..autograd import Function
 from ..storage import _empty, _make, _zeros
 from ._launch import packed, transposed
-from ._recorded import composed_grads
+from ._recorded import composed
 from .arithmetic import add, add_into
 from .compare import where
 from .layout import cat, narrow, reshape, stack, unsqueeze
@@ -146,8 +146,6 @@ class GRUSequence(Function):
     @staticmethod
     def backward(ctx, g):
         gi, h0, w_hh, b_ih, b_hh, lengths, reverse = ctx.inputs
-        if is_grad_enabled():   # create_graph=True: the steps as recorded ops, differentiated
-            return composed_grads(ctx, _gru_sequence_composed, g)
         T, B, H3 = gi.shape
         dgi, dgh, carry, m, buffers = _backward_buffers(gi, h0, w_hh, ctx.hs, ctx.ws, g)
         backend.rnn.gru_sequence_backward(*buffers, *_lengths_buffer(lengths), reverse, dgi._data,
@@ -179,8 +177,6 @@ class BiGRUSequence(Function):
     @staticmethod
     def backward(ctx, g):
         gi_f, gi_b, h0_f, h0_b, w_f, w_b, bi_f, bh_f, bi_b, bh_b, lengths = ctx.inputs
-        if is_grad_enabled():   # create_graph=True: the steps as recorded ops, differentiated
-            return composed_grads(ctx, _bi_gru_sequence_composed, g)
         hs_f, ws_f, hs_b, ws_b = ctx.state
         T, B, H3 = gi_f.shape
         H = H3 // 3
@@ -226,8 +222,6 @@ class GRUCell(Function):
     @staticmethod
     def backward(ctx, g):
         x, _, w_ih, w_hh, b_ih, b_hh = ctx.inputs
-        if is_grad_enabled():   # create_graph=True: the step as recorded ops, differentiated
-            return composed_grads(ctx, _gru_cell_composed, g)
         need_x, need_h, need_wih, need_whh = ctx.needs_input_grad[:4]
         h = ctx.h
         B, H = h.shape
@@ -261,8 +255,9 @@ class GRUCell(Function):
 
 
 # Under create_graph=True their backwards are the composed steps, differentiated.
-GRUSequence.differentiable_backward = BiGRUSequence.differentiable_backward = True
-GRUCell.differentiable_backward = True
+GRUSequence.differentiable_backward = composed(_gru_sequence_composed)
+BiGRUSequence.differentiable_backward = composed(_bi_gru_sequence_composed)
+GRUCell.differentiable_backward = composed(_gru_cell_composed)
 
 
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002

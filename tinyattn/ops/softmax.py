@@ -18,7 +18,7 @@ import warnings
 from .. import _shapes
 from .. import backend
 from .. import dtypes as _dt
-from ..autograd import UnaryFunction, is_grad_enabled
+from ..autograd import UnaryFunction
 from ..storage import _empty
 from ._launch import packed
 from .unary import _floating
@@ -47,18 +47,22 @@ class Softmax(UnaryFunction):
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
         O, R, I = ctx.layout
-        x, dim, log = ctx.inputs
-        if is_grad_enabled():   # create_graph=True: the formula as recorded ops on x's graph
-            y = Softmax.apply(x, dim, log)
-            if log:             # dx = g - softmax(x) sum(g)
-                return g - y.exp() * g.sum(dim, keepdim=True), None, None
-            return y * (g - (g * y).sum(dim, keepdim=True)), None, None
+        log = ctx.inputs[2]
         out = _empty(y.shape, y.dtype)
         backend.softmax.softmax_backward(packed(g)._data, y._data, out._data, O, R, I, log)
         return out, None, None
 
 
-Softmax.differentiable_backward = True
+def _softmax_recorded(ctx, g):
+    """create_graph=True: the backward formula as recorded ops on x's graph."""
+    x, dim, log = ctx.inputs
+    y = Softmax.apply(x, dim, log)
+    if log:             # dx = g - softmax(x) sum(g)
+        return g - y.exp() * g.sum(dim, keepdim=True), None, None
+    return y * (g - (g * y).sum(dim, keepdim=True)), None, None
+
+
+Softmax.differentiable_backward = _softmax_recorded
 
 
 def softmax(x, dim, dtype=None):
