@@ -349,11 +349,10 @@ def _run(root, gradient, retain_graph, capture=None, create_graph=False):
                     out.grad = g if out.grad is None else out.grad + g
             if _CLOCK != node._clock:    # something was written in place since node was made
                 _check_versions(node)
-            own = not create_graph or node.differentiable_backward is True
-            if not own and not node.differentiable_backward:
-                raise NotImplementedError(f"create_graph=True: the backward of {node.name()} is "
-                                          f"not differentiable (see differentiable_backward)")
-            in_grads = node.backward(node, g) if own else node.differentiable_backward(g)
+            if create_graph and node.differentiable_backward is not True:
+                in_grads = _recorded_backward(node, g)
+            else:
+                in_grads = node.backward(node, g)
             if not isinstance(in_grads, tuple):
                 in_grads = (in_grads,)
             if not retain_graph:
@@ -386,6 +385,14 @@ def _run(root, gradient, retain_graph, capture=None, create_graph=False):
         return found
     finally:
         _set(*prev)
+
+
+def _recorded_backward(node, g):
+    """create_graph=True through a node whose backward is a kernel: its recorded backward."""
+    if not node.differentiable_backward:
+        raise NotImplementedError(f"create_graph=True: the backward of {node.name()} is not "
+                                  f"differentiable (its Function sets no differentiable_backward)")
+    return node.differentiable_backward(g)
 
 
 def backward_into(root, gradient, retain_graph, create_graph, inputs):
