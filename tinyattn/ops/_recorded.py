@@ -58,7 +58,16 @@ def composed_grads(ctx, composed, g):
     wanted = [a for a, need in zip(args, needs) if need]
     out = composed(*args)
     outs, gs = ((out,), (g,)) if isinstance(out, Tensor) else (tuple(out), tuple(g))
-    grads = iter(autograd.grad(outs, wanted, gs, create_graph=True, allow_unused=True))
+    # The inner pass needs nothing beyond the aliases: cut them from the inputs' history while
+    # it runs, or it would walk the whole graph behind them at every fused node.
+    edges = [(a.grad_fn, a.grad_fn._next) for a in wanted]
+    for node, _ in edges:
+        node._next = (None,)
+    try:
+        grads = iter(autograd.grad(outs, wanted, gs, create_graph=True, allow_unused=True))
+    finally:
+        for node, nxt in edges:
+            node._next = nxt
     return tuple(next(grads) if need else None for need in needs)
 
 
