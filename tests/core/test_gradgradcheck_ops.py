@@ -184,25 +184,37 @@ CASES = [
 ]
 
 
-def _with_upstream(fn, n):
-    """sum(fn(*xs) * u) with u an input too: the second derivatives then include those through
-    each backward's dependence on its upstream gradient (the mixed d/du d/dx terms)."""
-    def f(*args):
-        out = fn(*args[:n])
-        return (out * args[n]).sum()
-    return f
-
-
 def _check(fn, inputs):
-    with ta.no_grad():
-        shape = fn(*inputs).shape
-    u = _t(*shape, seed=7)
-    assert autograd.gradgradcheck(_with_upstream(fn, len(inputs)), (*inputs, u), atol=1e-5)
+    """gradgradcheck with its random upstream gradients, which it checks too: so the derivatives
+    of each backward in its upstream gradient (an Adjoint's backward) are checked with those in x."""
+    assert autograd.gradgradcheck(fn, inputs) is True
 
 
 @pytest.mark.parametrize("name,fn,make", CASES, ids=[c[0] for c in CASES])
 def test_second_derivatives_of_op_match_finite_differences(name, fn, make):
     _check(fn, make())
+
+
+class _Triple(Function):
+    """y = 3 x, whose recorded backward drops the upstream gradient's graph (a wrong one)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.detach() * 3.0
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 3.0
+
+
+_Triple.differentiable_backward = lambda ctx, g: g.detach() * 3.0
+
+
+def test_gradgradcheck_catches_a_backward_wrong_in_its_upstream_gradient():
+    x = _t(3)
+    assert autograd.gradgradcheck(lambda x: _Triple.apply(x) * x, (x,), raise_exception=False) \
+        is False
+    assert autograd.gradgradcheck(lambda x: (x * 3.0) * x, (x,)) is True
 
 
 def test_embedding_options_second_derivatives_follow_their_first_derivatives():
