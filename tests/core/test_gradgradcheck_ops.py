@@ -338,7 +338,6 @@ LAYERS = [
 ]
 
 
-@pytest.mark.jit_only
 @pytest.mark.parametrize("name,make_module,make_input", LAYERS, ids=[c[0] for c in LAYERS])
 def test_second_derivatives_of_layer_parameters_match_finite_differences(name, make_module,
                                                                          make_input):
