@@ -52,9 +52,12 @@ def _sdpa_math(q, k, v):
 
 def _sdpa_fused(q, k, v):
     mask = ta.tensor([[True, False, True], [True, True, False]])
+    heads = ta.tensor([[[0.5, -1.0, 0.0], [0.0, 0.2, -0.3]]] * 2, dtype=f64)   # (2, 2, 3) float
     with ta.nn.attention.sdpa_kernel(ta.nn.attention.SDPBackend.FLASH_ATTENTION):
+        four = F.scaled_dot_product_attention(q.unsqueeze(1).expand(1, 2, 2, 2), k.unsqueeze(1),
+                                              v.unsqueeze(1), attn_mask=heads)     # (1, 2, 2, 2)
         return (F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-                + F.scaled_dot_product_attention(q, k, v, is_causal=True))
+                + F.scaled_dot_product_attention(q, k, v, is_causal=True) + four.sum(1))
 
 
 def _batch_norm(x, w, b):
@@ -162,7 +165,8 @@ CASES = [
     # convolution and pooling
     ("conv2d", lambda x, w, b: F.conv2d(x, w, b, padding=1, groups=2),
      lambda: [_t(1, 2, 3, 3), _t(2, 1, 2, 2, seed=1), _t(2, seed=2)]),
-    ("conv1d", lambda x, w: F.conv1d(x, w, stride=2), lambda: [_t(1, 1, 5), _t(2, 1, 2, seed=1)]),
+    ("conv1d", lambda x, w: F.conv1d(x, w, stride=2) + F.conv1d(x, w, dilation=2, padding=1)[..., :2],
+     lambda: [_t(1, 1, 5), _t(2, 1, 2, seed=1)]),
     ("pools", lambda x: F.max_pool2d(x * x, 2) + F.avg_pool2d(x * x, 2)
      + F.adaptive_avg_pool2d(x * x, 1), lambda: [_t(1, 1, 2, 2)]),
     ("unfold_fold", lambda x: F.fold(F.unfold(x * x, 2), (3, 3), 2), lambda: [_t(1, 1, 3, 3)]),
@@ -178,9 +182,9 @@ CASES = [
      lambda: [_t(1, 2), _t(1, 1, seed=1), _t(3, 2, seed=2), _t(3, 1, seed=3)]),
     ("gru_sequence", lambda gi, h0, w: _rnn.gru_sequence(gi, h0, w, None, None, [2, 1], True),
      lambda: [_t(2, 2, 3), _t(2, 1, seed=1), _t(3, 1, seed=2)]),
-    ("bi_gru_sequence", lambda gi, h0, w: _rnn.bi_gru_sequence(gi, gi * 0.5, h0, h0 * h0, w, w * 2.0,
-                                                               None, None, None, None),
-     lambda: [_t(2, 1, 3), _t(1, 1, seed=1), _t(3, 1, seed=2)]),
+    ("bi_gru_sequence", lambda gi, h0, w, b: _rnn.bi_gru_sequence(
+        gi, gi * 0.5, h0, h0 * h0, w, w * 2.0, b, b * b, b * 0.5, b, [2, 1]),
+     lambda: [_t(2, 2, 3), _t(2, 1, seed=1), _t(3, 1, seed=2), _t(3, seed=3)]),
 ]
 
 
