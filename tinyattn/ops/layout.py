@@ -484,12 +484,10 @@ class Cat(Function):
 
 
 def _cat_recorded(ctx, g):
-    """create_graph=True: each input's gradient is its slice of g, a recorded narrow."""
-    dim, grads, pos = ctx.inputs[0], [None], 0
-    for t, need in zip(ctx.inputs[1:], ctx.needs_input_grad[1:]):
-        grads.append(narrow(g, dim, pos, t.shape[dim]) if need else None)
-        pos += t.shape[dim]
-    return tuple(grads)
+    """create_graph=True: each input's gradient is its slice of g (a recorded split)."""
+    dim = ctx.inputs[0]
+    parts = split(g, [t.shape[dim] for t in ctx.inputs[1:]], dim)
+    return (None,) + tuple(p if need else None for p, need in zip(parts, ctx.needs_input_grad[1:]))
 
 
 Cat.differentiable_backward = _cat_recorded
