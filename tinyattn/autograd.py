@@ -119,8 +119,8 @@ class Function:
     # Does backward read the values of the Tensor inputs? Ops whose gradient does not depend on
     # them (add, views, sums, ...) set False, so changing such an input in place is allowed.
     reads_inputs = True
-    # Is backward itself differentiable when grad mode is on (create_graph=True), i.e. written
-    # with recorded ops on tensors that carry their graph? Ops that say so opt in; any other op
+    # Under create_graph=True: True if backward is then written with recorded ops; a function
+    # f(ctx, g) of recorded ops to run instead of backward (a fused kernel's); False: a Function
     # met while differentiating a backward pass raises instead of giving a wrong 2nd derivative.
     differentiable_backward = False
 
@@ -349,11 +349,10 @@ def _run(root, gradient, retain_graph, capture=None, create_graph=False):
                     out.grad = g if out.grad is None else out.grad + g
             if _CLOCK != node._clock:    # something was written in place since node was made
                 _check_versions(node)
-            if create_graph and not node.differentiable_backward:
-                raise NotImplementedError(
-                    f"create_graph=True: the backward of {node.name()} is not differentiable in "
-                    f"tinyattn yet (gradients of gradients go through {_double_ops()} so far)")
-            in_grads = node.backward(node, g)
+            if create_graph and node.differentiable_backward is not True:
+                in_grads = _recorded_backward(node, g)
+            else:
+                in_grads = node.backward(node, g)
             if not isinstance(in_grads, tuple):
                 in_grads = (in_grads,)
             if not retain_graph:
@@ -388,6 +387,14 @@ def _run(root, gradient, retain_graph, capture=None, create_graph=False):
         _set(*prev)
 
 
+def _recorded_backward(node, g):
+    """create_graph=True through a node whose backward is a kernel: its recorded backward."""
+    if not node.differentiable_backward:
+        raise NotImplementedError(f"create_graph=True: the backward of {node.name()} is not "
+                                  f"differentiable (its Function sets no differentiable_backward)")
+    return node.differentiable_backward(g)
+
+
 def backward_into(root, gradient, retain_graph, create_graph, inputs):
     """Tensor.backward(inputs=..., create_graph=...): accumulate into the `.grad` of `inputs`
     only, or of every leaf; with create_graph the gradients carry their own graph."""
@@ -402,17 +409,6 @@ def backward_into(root, gradient, retain_graph, create_graph, inputs):
     for t, g in zip(inputs, grads):
         if g is not None:
             t.grad = g.clone() if t.grad is None else t.grad + g
-
-
-def _double_ops():
-    names = set()
-    stack = [Function]
-    while stack:
-        cls = stack.pop()
-        stack.extend(cls.__subclasses__())
-        if cls.__dict__.get("differentiable_backward"):
-            names.add(cls.__name__)
-    return ", ".join(sorted(names))
 
 
 class _Outputs:
@@ -444,8 +440,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     sum over outputs o of (d o / d input)^T grad_outputs[o]; grad_outputs may be omitted for
     outputs of one element. An input no output depends on raises, unless allow_unused (then its
     gradient is None, or zeros with materialize_grads). With create_graph=True the gradients are
-    themselves differentiable (Hessian-vector products, gradient penalties), through the ops
-    whose backward opts in (`differentiable_backward`); any other op raises. Differs from
+    themselves differentiable (Hessian-vector products, gradient penalties), through every
+    op (`differentiable_backward`; a Function without it raises). Differs from
     PyTorch: is_grads_batched is not implemented, and raises saying so."""
     if is_grads_batched:
         raise NotImplementedError("grad: is_grads_batched=True is not implemented in tinyattn")

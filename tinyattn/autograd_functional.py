@@ -11,13 +11,14 @@ For f: inputs -> outputs, with J its Jacobian and H the Hessian of a scalar f:
     hvp(f, x, v)     H v        and vhp(f, x, v) = v^T H: the same for the symmetric H
 
 Everything past the first derivative records the backward pass (autograd.grad with
-create_graph=True), so f may use only ops whose backward is differentiable
-(autograd.Function.differentiable_backward); any other raises naming the op.
+create_graph=True): every op's backward is differentiable
+(autograd.Function.differentiable_backward); a Function without it raises naming itself.
 """
 from . import autograd
 from . import dtypes as _dt
-from .creation import zeros, zeros_like
+from .creation import rand, zeros, zeros_like
 from .ops.layout import stack
+from .random import Generator
 from .tensor import Tensor
 from .testing import gradcheck as _gradcheck
 
@@ -142,23 +143,28 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
                   raise_exception=True, **_):
     """Second derivatives of `func` against finite differences of its first derivatives
-    (PyTorch's name): gradcheck of x -> grad(func(x), x, grad_outputs, create_graph=True)."""
+    (PyTorch's name): gradcheck of (x, v) -> grad(func(x), x, v, create_graph=True). Without
+    grad_outputs, v is random (seeded) and checked too, as in PyTorch: so the derivatives of each
+    backward with respect to its upstream gradient are checked as well as those in x."""
     inputs = _tuple(inputs)
+    n = len(inputs)
+    extra = ()
+    if grad_outputs is None:
+        with autograd.no_grad():
+            outs = [o for o in _tuple(func(*inputs)) if o.dtype.is_floating_point]
+        gen = Generator().manual_seed(0)
+        extra = tuple(rand(o.shape, dtype=o.dtype, generator=gen, low=-1.0).requires_grad_()
+                      for o in outs)
 
-    def first_derivatives(*xs):
+    def first_derivatives(*args):
         with autograd.enable_grad():     # gradcheck evaluates its function under no_grad
-            return _first(xs)
-
-    def _first(xs):
-        outs = _tuple(func(*xs))
-        vs = (None,) * len(outs) if grad_outputs is None else _tuple(grad_outputs)
-        if grad_outputs is None:
-            vs = tuple(o.new_ones(o.shape) for o in outs)
-        wanted = [x for x in xs if isinstance(x, Tensor) and x.requires_grad]
-        return _grads(outs, wanted, vs, create_graph=True)
+            outs = [o for o in _tuple(func(*args[:n])) if o.dtype.is_floating_point]
+            vs = args[n:] if grad_outputs is None else _tuple(grad_outputs)
+            wanted = [x for x in args[:n] if isinstance(x, Tensor) and x.requires_grad]
+            return _grads(outs, wanted, vs, create_graph=True)
 
     try:
-        return _gradcheck(first_derivatives, inputs, eps=eps, atol=atol, rtol=rtol)
+        return _gradcheck(first_derivatives, inputs + extra, eps=eps, atol=atol, rtol=rtol)
     except AssertionError:
         if raise_exception:
             raise

@@ -32,6 +32,10 @@ class Atan2(BinaryFunction):
                 sum_to(mul(mul(g, neg(a)), r), b.shape) if nb else None)
 
 
+# Its backward formula is recorded ops, differentiable again (create_graph=True).
+Atan2.differentiable_backward = True
+
+
 def atan2(input, other):  # noqa: A002 - PyTorch's argument names
     """The angle of the point (x = other, y = input), elementwise, in (-pi, pi] (broadcasting;
     integer and bool inputs give float32, as PyTorch). Gradient: see Atan2."""

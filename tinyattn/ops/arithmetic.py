@@ -162,6 +162,8 @@ class Pow(BinaryFunction):
         ga = sum_to(mul(g, mul(b, pow(a, sub(b, 1.0)))), a.shape) if na else None
         gb = None
         if nb:
+            if is_grad_enabled():   # create_graph=True: out's graph is a's and b's, written out
+                out = pow(a, b)
             safe_log = where(gt(a, 0), log(where(gt(a, 0), a, 1.0)), 0.0)
             gb = sum_to(mul(g, mul(out, safe_log)), b.shape)
         return ga, gb
@@ -243,6 +245,7 @@ class ScalarOp(UnaryFunction):
 # Their backward formulas are recorded ops, differentiable again (create_graph=True).
 Add.differentiable_backward = Sub.differentiable_backward = Mul.differentiable_backward = True
 Div.differentiable_backward = ScalarOp.differentiable_backward = True
+Pow.differentiable_backward = Maximum.differentiable_backward = True
 
 def _scalar_op(op, x, c, reverse=False):
     dt = _dt.scalar_result_type(x.dtype, c)
@@ -485,6 +488,10 @@ class Remainder(Function):
         if isinstance(b, Tensor) and ctx.needs_input_grad[1]:
             gb = sum_to(neg(mul(g, floor_divide(a, b))), b.shape)
         return ga, gb
+
+
+# floor(a / b) is piecewise constant: the formula is recorded ops, differentiable again.
+Remainder.differentiable_backward = True
 
 
 def remainder(a, b):

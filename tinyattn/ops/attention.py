@@ -29,6 +29,7 @@ from ..creation import arange, tensor
 from ..storage import TensorBase as Tensor, _empty, _zeros
 from . import flash as _flash
 from ._launch import packed
+from ._recorded import composed
 from .compare import le, logical_not, lt, where
 from .convert import to_dtype
 from .random import dropout
@@ -60,6 +61,14 @@ class AdditiveScore(Function):
         backend.attention.additive_score_backward(packed(g)._data, t._data, v._data, B, S, A,
                                                   dpk._data, dq._data, dv._data)
         return dpk, dq, dv
+
+
+def _additive_score_composed(pk, q, v):
+    return ((pk + q.unsqueeze(1)).tanh() * v.reshape(-1)).sum(-1)
+
+
+def _context_composed(weights, keys):
+    return (weights.unsqueeze(-1) * keys).sum(1)
 
 
 def additive_score(projected_keys, projected_query, v, check=True):
@@ -102,6 +111,11 @@ class Context(Function):
                                            keys._offset, keys._strides[0], keys._strides[1],
                                            dw._data, dk._data, B, S, C)
         return dw, dk
+
+
+# Under create_graph=True their backwards are the composed formulas, differentiated.
+AdditiveScore.differentiable_backward = composed(_additive_score_composed)
+Context.differentiable_backward = composed(_context_composed)
 
 
 def attention_context(weights, keys):

@@ -160,6 +160,10 @@ class Where(Function):
         return None, ga, gb
 
 
+# Its backward formula is recorded ops, differentiable again (create_graph=True).
+Where.differentiable_backward = True
+
+
 def where(condition, input, other):  # noqa: A002 - PyTorch's argument names
     """Elementwise `input if condition else other`; either value may be a Python number.
 

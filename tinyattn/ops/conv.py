@@ -24,6 +24,8 @@ from .. import dtypes as _dt
 from ..autograd import Function
 from ..storage import TensorBase as Tensor, _empty, _zeros
 from ._launch import packed
+from ._recorded import adjoint, composed
+from .layout import cat
 from .pad import pad as _pad
 
 
@@ -221,6 +223,17 @@ class Conv2d(Function):
         return dx, dw, db, None, None
 
 
+def _conv2d_composed(x, weight, bias, geo, G):
+    """Conv2d as recorded ops: per group, the (O/G, C/G*KH*KW) weights times the columns."""
+    N, O = x.shape[0], weight.shape[0]
+    cols = Unfold.apply(x, geo)                                  # (N, C*KH*KW, OH*OW)
+    K, Og = cols.shape[1] // G, O // G
+    outs = [weight.narrow(0, j * Og, Og).reshape(Og, K) @ cols.narrow(1, j * K, K)
+            for j in range(G)]
+    out = (outs[0] if G == 1 else cat(outs, 1)).reshape(N, O, geo.OH, geo.OW)
+    return out if bias is None else out + bias.reshape(1, O, 1, 1)
+
+
 def _same_padding(op, k, d):
     """padding='same': total d*(k-1), split as PyTorch does (the extra one on the right/bottom)."""
     total = d * (k - 1)
@@ -334,6 +347,13 @@ class MaxPool2d(Function):
         return dx, None, None
 
 
+def _winners(u, index):
+    """u (N, C, H, W) at the positions h*W + w of `index` (N, C, OH, OW), recorded."""
+    N, C = u.shape[0], u.shape[1]
+    flat = u.reshape(N, C, -1).gather(2, index.reshape(N, C, -1))
+    return flat.reshape(index.shape)
+
+
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
                return_indices=False):
     """F.max_pool2d: (N, C, H, W) -> (N, C, OH, OW), the largest value of each window (stride
@@ -422,6 +442,17 @@ class AdaptiveAvgPool2d(Function):
         dx = _zeros(x.shape, x.dtype)
         backend.conv.adaptive_avg_pool2d_backward(packed(g)._data, dx._data, N * C, H, W, OH, OW)
         return dx, None, None
+
+
+# Under create_graph=True: the linear ops' backwards are differentiated by the ops themselves;
+# convolution's by its composed form (ops/_recorded.py).
+Unfold.differentiable_backward = adjoint(lambda ctx, u: Unfold.apply(u, *ctx.inputs[1:]))
+Fold.differentiable_backward = adjoint(lambda ctx, u: Fold.apply(u, *ctx.inputs[1:]))
+MaxPool2d.differentiable_backward = adjoint(lambda ctx, u: _winners(u, ctx.inputs[2][0]))
+AvgPool2d.differentiable_backward = adjoint(lambda ctx, u: AvgPool2d.apply(u, *ctx.inputs[1:]))
+AdaptiveAvgPool2d.differentiable_backward = adjoint(
+    lambda ctx, u: AdaptiveAvgPool2d.apply(u, *ctx.inputs[1:]))
+Conv2d.differentiable_backward = composed(_conv2d_composed)
 
 
 def adaptive_avg_pool2d(input, output_size):  # noqa: A002

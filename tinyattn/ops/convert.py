@@ -32,6 +32,10 @@ class ToDtype(UnaryFunction):
         return (copy(g, x.dtype) if x.dtype.is_floating_point else None), None
 
 
+# create_graph=True: the conversion back, recorded (a float input: only floats carry gradients).
+ToDtype.differentiable_backward = lambda ctx, g: (ToDtype.apply(g, ctx.inputs[0].dtype), None)
+
+
 def to_dtype(x, dtype):
     if x.dtype is dtype:
         return x

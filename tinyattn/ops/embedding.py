@@ -17,6 +17,7 @@ from ..autograd import Function, no_grad
 from .. import backend
 from ..storage import TensorBase as Tensor, _empty, _make
 from ._launch import packed
+from ._recorded import adjoint
 from .convert import to_dtype
 from .compare import eq, where
 from .indexing import checked_index, index_select, int_range
@@ -55,6 +56,33 @@ class Embedding(Function):
         if padding_idx is not None:
             out._data[padding_idx * d:(padding_idx + 1) * d] = _dt.zeros_buffer(g.dtype, d)
         return out, None, None, None, None
+
+
+def _lookup(ctx, u):
+    """L of Embedding's backward g -> dweight, recorded: the rows of u (weight's shape), each
+    scaled as the backward scales its row (0 for padding_idx, 1/count with scale_grad_by_freq)."""
+    weight, rows, out_shape, padding_idx, scale_grad_by_freq = ctx.inputs
+    if padding_idx is not None or scale_grad_by_freq:
+        u = u * _row_scale(ctx, u.dtype)
+    return Embedding.apply(u, rows, out_shape, None, False)
+
+
+def _row_scale(ctx, dtype):
+    """(V, 1): the factor Embedding's backward gives each row's gradient."""
+    weight, rows, _, padding_idx, scale_grad_by_freq = ctx.inputs
+    V = weight.shape[0]
+    factor = [1.0] * V
+    if scale_grad_by_freq:
+        count = [0] * V
+        for r in rows._data:
+            count[r] += 1
+        factor = [1.0 / c if c > 1 else 1.0 for c in count]
+    if padding_idx is not None:
+        factor[padding_idx] = 0.0
+    return _make(array(dtype.typecode, factor), (V, 1), dtype)
+
+
+Embedding.differentiable_backward = adjoint(_lookup)
 
 
 def _embedding_renorm_(weight, rows, max_norm, norm_type):

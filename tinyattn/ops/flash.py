@@ -26,10 +26,12 @@ from .. import backend
 from .. import dtypes as _dt
 from ..autograd import Function
 from ..creation import zeros
-from ..storage import _empty
+from ..storage import _empty, _make
 from ._launch import packed
+from ._recorded import composed
 from .compare import where
 from .convert import to_dtype
+from .softmax import softmax
 
 
 class SDPBackend(enum.IntEnum):
@@ -103,6 +105,21 @@ class FlashAttention(Function):
                                      lse._data, *margs, causal, scale, dq._data, dk._data,
                                      dv._data, batch[-1] if batch else 1, nb, L, S, E, Ev)
         return dq, dk, dv, None, None, None
+
+
+def _attention_composed(q, k, v, mask, causal, scale):
+    """FlashAttention as recorded ops: softmax(q k^T * scale + mask) v, storing the weights."""
+    L, S = q.shape[-2], k.shape[-2]
+    s = (q @ k.transpose(-2, -1)) * scale
+    if mask is not None:
+        s = s + mask.reshape(s.shape)
+    if causal:
+        above = [-math.inf if j > i else 0.0 for i in range(L) for j in range(S)]
+        s = s + _make(array(q.dtype.typecode, above), (L, S), q.dtype)
+    return softmax(s, -1) @ v
+
+
+FlashAttention.differentiable_backward = composed(_attention_composed)
 
 
 def _mask_args(mask, dtype):

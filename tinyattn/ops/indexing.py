@@ -38,6 +38,7 @@ from ..storage import TensorBase as Tensor, _empty, _make
 from ._launch import check_tensor, copy, copy_into, packed, tensor_from_scalar
 from .compare import ge, le, lt, ne, where
 from .convert import to_dtype
+from ._recorded import adjoint
 from .inplace import recorded
 from .layout import Diagonal, Slice, alias, expand, permute, reshape, view
 from .reduce import sum, sum_to  # noqa: A004
@@ -70,6 +71,9 @@ class IndexRows(Function):
         backend.index.scatter_add_rows(packed(g)._data, rows._data, out._data, rows.numel(),
                                        src.shape[1])
         return out, None
+
+
+IndexRows.differentiable_backward = adjoint(lambda ctx, u: IndexRows.apply(u, ctx.inputs[1]))
 
 
 def checked_index(op, idx, size, dim, allow_negative=True, empty_any_dtype=False):
@@ -363,6 +367,10 @@ class CopySlices(Function):
             if gv.dtype is not value.dtype:
                 gv = to_dtype(gv, value.dtype)
         return gx, gv
+
+
+# Its backward is a clone, a write and an index: recorded ops under create_graph=True.
+CopySlices.differentiable_backward = True
 
 
 def _record_copy_slices(x, index, value):

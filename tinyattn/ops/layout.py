@@ -25,6 +25,7 @@ from .. import autograd as _autograd
 from ..autograd import Function, UnaryFunction
 from ..storage import TensorBase as Tensor, _empty, _make, _strides_for
 from ._launch import check_tensor, copy, copy_into, shape_arg
+from ._recorded import adjoint
 from .convert import to_dtype
 from .reduce import sum_to
 
@@ -430,6 +431,9 @@ class Copy(UnaryFunction):
 # Their backward formulas are recorded ops, differentiable again (create_graph=True).
 View.differentiable_backward = Permute.differentiable_backward = True
 Expand.differentiable_backward = Copy.differentiable_backward = True
+# Slicing and taking a diagonal are linear: the gradient of their backward is the op again.
+Slice.differentiable_backward = adjoint(lambda ctx, u: Slice.apply(u, *ctx.inputs[1:]))
+Diagonal.differentiable_backward = adjoint(lambda ctx, u: Diagonal.apply(u, *ctx.inputs[1:]))
 
 
 def contiguous(x):
@@ -477,6 +481,16 @@ class Cat(Function):
                 grads.append(None)
             pos += n
         return tuple(grads)
+
+
+def _cat_recorded(ctx, g):
+    """create_graph=True: each input's gradient is its slice of g (a recorded split)."""
+    dim = ctx.inputs[0]
+    parts = split(g, [t.shape[dim] for t in ctx.inputs[1:]], dim)
+    return (None,) + tuple(p if need else None for p, need in zip(parts, ctx.needs_input_grad[1:]))
+
+
+Cat.differentiable_backward = _cat_recorded
 
 
 def cat(tensors, dim=0):

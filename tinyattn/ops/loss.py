@@ -36,6 +36,7 @@ from ..autograd import Function
 from .. import backend
 from ..storage import TensorBase as Tensor, _empty, _make, _zeros
 from ._launch import check_tensor, copy, packed
+from ._recorded import composed
 from .arithmetic import add, clamp, mul, sub
 from .unary import exp, log, neg
 from .indexing import movedim_back, movedim_front
@@ -122,6 +123,45 @@ class CrossEntropyRows(Function):
                                             has_weight, ignore_index, eps, M, C, ctx.lse._data,
                                             dx._data)
         return dx, None, None, None, None, None, None
+
+
+def _class_constants(x, targets, weight, has_weight, ignore_index):
+    """(onehot * w_t (M, C), valid (M, 1), w (1, C)) as constants of x's dtype: the rows'
+    targets, weighted, 0 on ignored rows."""
+    M, C = x.shape
+    w = list(weight) if has_weight else [1.0] * C
+    picked = array(x.dtype.typecode, [0]) * (M * C)
+    valid = array(x.dtype.typecode, [0]) * M
+    for i, t in enumerate(targets._data):
+        if t != ignore_index:
+            picked[i * C + t] = w[t]
+            valid[i] = 1
+    return (_make(picked, (M, C), x.dtype), _make(valid, (M, 1), x.dtype),
+            _make(array(x.dtype.typecode, w), (1, C), x.dtype))
+
+
+def _cross_entropy_composed(x, targets, weight, has_weight, ignore_index, eps, stats):
+    """CrossEntropyRows as recorded ops: -(1 - eps) w_t logp_t - eps / C sum_c w_c logp_c."""
+    picked, valid, w = _class_constants(x, targets, weight, has_weight, ignore_index)
+    logp = log_softmax(x, 1)
+    loss = neg(sum(mul(logp, picked), 1)) * (1.0 - eps)
+    if eps > 0.0:
+        loss = loss - sum(mul(mul(logp, w), valid), 1) * (eps / x.shape[1])
+    return loss
+
+
+def _nll_composed(x, targets, weight, has_weight, ignore_index, stats):
+    """NLLRows as recorded ops: -w_t x_t."""
+    return neg(sum(mul(x, _class_constants(x, targets, weight, has_weight, ignore_index)[0]), 1))
+
+
+def _bce_with_logits_composed(x, t, pw):
+    """BCEWithLogits as recorded ops: (1 - t) x + (1 + (pw - 1) t) softplus(-x)."""
+    softplus = (-x).relu() + (-x.abs()).exp().log1p()
+    return (1.0 - t) * x + (1.0 + (pw - 1.0) * t) * softplus
+
+
+CrossEntropyRows.differentiable_backward = composed(_cross_entropy_composed)
 
 
 def _reduce_weighted(losses, total_weight, reduction, shape):
@@ -212,6 +252,9 @@ class NLLRows(Function):
         return dx, None, None, None, None, None
 
 
+NLLRows.differentiable_backward = composed(_nll_composed)
+
+
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,  # noqa: A002
              reduce=None, reduction="mean"):
     """Negative log-likelihood of class-index targets under log-probabilities `input` (the output of
@@ -251,6 +294,9 @@ class BCEWithLogits(Function):
         backend.loss.bce_with_logits_backward(packed(g)._data, x._data, t._data, pw._data,
                                               x.numel(), dx._data, dt._data, dpw._data)
         return dx, dt, dpw
+
+
+BCEWithLogits.differentiable_backward = composed(_bce_with_logits_composed)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,  # noqa: A002

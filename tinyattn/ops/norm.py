@@ -31,6 +31,7 @@ from .. import dtypes as _dt
 from ..autograd import Function
 from ..storage import TensorBase as Tensor, _empty, _make
 from ._launch import packed
+from ._recorded import composed
 from .arithmetic import clamp, mul
 from .layout import expand
 from .unary import ZeroGradient, rsqrt
@@ -76,6 +77,15 @@ class LayerNorm(Function):
         if bias is not None and ctx.needs_input_grad[2]:
             gb = _make(array(bias.dtype.typecode, db), bias.shape, bias.dtype)
         return dx, gw, gb, None, None
+
+
+def _layer_norm_composed(x, weight, bias, D, eps):
+    """LayerNorm's forward as recorded ops (mean, var, rsqrt, ...)."""
+    rows = x.reshape(-1, D)
+    centered = rows - rows.mean(1, keepdim=True)
+    y = (centered * ((centered * centered).mean(1, keepdim=True) + eps).rsqrt()).reshape(x.shape)
+    y = y if weight is None else y * weight
+    return y if bias is None else y + bias
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002
@@ -135,6 +145,27 @@ class BatchNorm(Function):
         if bias is not None and ctx.needs_input_grad[2]:
             gb = _make(array(bias.dtype.typecode, db), bias.shape, bias.dtype)
         return dx, gw, gb, None, None, None
+
+
+def _batch_norm_composed(x, weight, bias, mean, rstd, batch_stats):
+    """BatchNorm's forward as recorded ops. With the batch's statistics, var + eps is written
+    var(x) + (1/rstd^2 - var's value): the same number, and x's variance keeps its graph."""
+    C = x.shape[1]
+    shape = (1, C) + (1,) * (x.ndim - 2)
+    mu = _make(array("d", mean), shape, _dt.float64).to(x.dtype)
+    r = _make(array("d", rstd), shape, _dt.float64).to(x.dtype)
+    if batch_stats:
+        dims = (0,) + tuple(range(2, x.ndim))
+        mu = x.mean(dims, keepdim=True)
+        var = ((x - mu) * (x - mu)).mean(dims, keepdim=True)
+        r = (var + (1.0 / (r * r) - var.detach())).rsqrt()
+    y = (x - mu) * r
+    y = y if weight is None else y * weight.reshape(shape)
+    return y if bias is None else y + bias.reshape(shape)
+
+
+LayerNorm.differentiable_backward = composed(_layer_norm_composed)
+BatchNorm.differentiable_backward = composed(_batch_norm_composed)
 
 
 def _channel(t, C, default):

@@ -17,6 +17,7 @@ from .. import backend
 from ..random import default_generator
 from ..storage import TensorBase as Tensor, _empty
 from ._launch import check_tensor, packed
+from ._recorded import Adjoint
 
 
 def uniform_fill(t, low, high, generator=None):
@@ -136,3 +137,12 @@ class Dropout(UnaryFunction):
         dx = _empty(g.shape, g.dtype)
         backend.random.dropout_apply(g._data, dx._data, len(dx._data), k1, k2, p, scale)
         return dx, None
+
+
+def _dropout_recorded(ctx, g):
+    """create_graph=True: g -> g * m is linear and its own transpose."""
+    return Adjoint.apply(g, lambda u: Dropout.backward(ctx, u)[0],
+                         lambda u: _dropout_recorded(ctx, u)[0]), None
+
+
+Dropout.differentiable_backward = _dropout_recorded

@@ -25,6 +25,7 @@ from ..autograd import UnaryFunction, is_grad_enabled, no_grad
 from .. import backend
 from ..storage import TensorBase as Tensor, _empty, _make, _zeros
 from ._launch import check_tensor, copy, packed, shape_arg, tensor_from_scalar
+from ._recorded import adjoint
 from .convert import to_dtype
 
 _float64, _int64 = _dt.float64, _dt.int64
@@ -213,6 +214,14 @@ class MaxAlong(UnaryFunction):
         return out, None, None, None, None
 
 
+def _pick(ctx, u):
+    """u (x's shape) at the positions MaxAlong chose: L of its backward, recorded."""
+    _, dim, keepdim, _, _ = ctx.inputs
+    idx = ctx.indices if keepdim else ctx.indices.unsqueeze(dim)
+    out = u.gather(dim, idx)
+    return out if keepdim else out.squeeze(dim)
+
+
 class Amax(UnaryFunction):
     """max over `dims`; the gradient is shared equally among tied maxima (as torch.amax)."""
 
@@ -234,6 +243,11 @@ class Amax(UnaryFunction):
             g = g.view(m.shape)
         hit = (x == m).to(g.dtype)
         return hit * (g / _sum(hit, dims, keepdim=True)), None, None, None
+
+
+# Their backward formulas are recorded ops when create_graph=True (Amax's shares are constants).
+MaxAlong.differentiable_backward = adjoint(_pick)
+Amax.differentiable_backward = True
 
 
 MaxResult = namedtuple("max", ["values", "indices"])

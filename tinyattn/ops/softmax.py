@@ -53,6 +53,18 @@ class Softmax(UnaryFunction):
         return out, None, None
 
 
+def _softmax_recorded(ctx, g):
+    """create_graph=True: the backward formula as recorded ops on x's graph."""
+    x, dim, log = ctx.inputs
+    y = Softmax.apply(x, dim, log)
+    if log:             # dx = g - softmax(x) sum(g)
+        return g - y.exp() * g.sum(dim, keepdim=True), None, None
+    return y * (g - (g * y).sum(dim, keepdim=True)), None, None
+
+
+Softmax.differentiable_backward = _softmax_recorded
+
+
 def softmax(x, dim, dtype=None):
     """exp(x_i) / sum_j exp(x_j) along dim. A row that is entirely -inf gives zeros (PyTorch: NaN)."""
     x = _floating("softmax", x if dtype is None else to_dtype(x, _dt.get(dtype)))

@@ -17,6 +17,7 @@ from ..autograd import UnaryFunction
 from .. import backend
 from ..storage import _empty
 from ._launch import check_tensor, packed
+from ._recorded import adjoint
 from .convert import to_dtype
 from .indexing import flip, gather
 from .layout import contiguous, narrow, reshape, transpose
@@ -98,6 +99,10 @@ class CumSum(UnaryFunction):
         if rows and n:
             backend.sort.cumsum_rows(g._data, rows, n, out._data)
         return flip(out, (-1,)), None, None
+
+
+CumSum.differentiable_backward = adjoint(
+    lambda ctx, u: CumSum.apply(contiguous(u), *ctx.inputs[1:]))
 
 
 def cumsum(input, dim, dtype=None):  # noqa: A002

@@ -105,9 +105,26 @@ def _recorded_backward(ctx, x, g):
     if op == ABS:
         return g * x.sign()
     if op == POW:
-        return g * p1 * x ** (p1 - 1)
-    raise NotImplementedError(f"create_graph=True: the backward of {ctx.name()} is not "
-                              f"differentiable in tinyattn yet")
+        return g * 0.0 if p1 == 0.0 else g * p1 * x ** (p1 - 1)
+    if op == GELU:               # Phi(x) + x phi(x), phi the standard normal density
+        return g * (0.5 * (1.0 + (x * 0.7071067811865476).erf())
+                    + x * 0.3989422804014327 * (x * x * -0.5).exp())
+    if op == GELU_TANH:          # t = tanh(c (x + 0.044715 x^3))
+        c = 0.7978845608028654
+        t = ((x + x * x * x * 0.044715) * c).tanh()
+        return g * ((t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * c * (x * x * 0.134145 + 1.0))
+    if op == CLAMP:              # the gradient flows where x was inside [min, max]
+        _, _, lo, hi = ctx.inputs
+        return g * ((x >= lo) & (x <= hi)).to(g.dtype)
+    if op == LOG1P:
+        return g / (x + 1.0)
+    if op == EXPM1:
+        return g * x.exp()
+    if op == ERF:                # 2 / sqrt(pi) e^(-x^2)
+        return g * 1.1283791670955126 * (-(x * x)).exp()
+    if op == ATAN:
+        return g / (x * x + 1.0)
+    return g * 0.0               # FLOOR, CEIL, TRUNC, ROUND: piecewise constant
 
 
 # Under create_graph=True its backward is _recorded_backward: recorded ops, for the ops it writes.
@@ -244,6 +261,10 @@ class ZeroGradient(Function):
     def backward(ctx, g):
         x = ctx.inputs[0]
         return _make(_dt.zeros_buffer(x.dtype, x.numel()), x.shape, x.dtype), None
+
+
+# dx = 0 is a constant: differentiable again, to 0.
+ZeroGradient.differentiable_backward = True
 
 
 def isnan(x):
