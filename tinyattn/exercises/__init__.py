@@ -19,14 +19,15 @@ import json
 import sys
 from pathlib import Path
 
-from . import (adam, bahdanau, layer_norm, log_softmax, luong, matmul_backward, multi_head,
-               positional, sdpa, softmax, sum_to_size)
+from . import (adam, bahdanau, flash, grid_attention, kv_cache, layer_norm, log_softmax, luong,
+               matmul_backward, multi_head, positional, sdpa, softmax, sum_to_size)
 from . import _demo
 from ._grader import Failed, functions, load_file, load_text, run_checks
 
 # The tour's order: chapter 1 (autograd) to chapter 10 (flash attention).
 EXERCISES = {m.NAME: m for m in (sum_to_size, matmul_backward, softmax, log_softmax, sdpa,
-                                 multi_head, positional, bahdanau, luong, layer_norm, adam)}
+                                 multi_head, positional, bahdanau, luong, layer_norm, adam,
+                                 kv_cache, grid_attention, flash)}
 
 HINTS_FILE = ".hints.json"
 
