@@ -105,7 +105,8 @@ def _flat(t, typecode, n):
     return part if isinstance(part, array) and part.typecode == typecode else array(typecode, part)
 
 
-def _compare(ns, g, x, weight, hint=MEAN_TERMS):
+def _compare(ns, g, x, weight, hint="dx = rstd * (gy - mean(gy) - xhat * mean(gy * xhat)) "
+                                    "per row, gy = g * w"):
     mean, rstd = _stats(x)
     what = {"g": g, "x": x, "weight": weight}
     got = call(ns.layer_norm_backward, g, x, weight, mean, rstd, what=what, hint=hint)
@@ -113,11 +114,22 @@ def _compare(ns, g, x, weight, hint=MEAN_TERMS):
         raise Failed("return three tensors (dx, dw, db)", input=what, got=got,
                      hint="return dx, dw, db")
     want = on_reference(_kernel_backward, g, x, weight, mean, rstd)
+    if _is(got[0], (g if weight is None else g * weight).to(_dt.float64) * rstd):
+        raise Failed("layer_norm_backward: dx is rstd * g * w: " + MEAN_TERMS.split(": ")[0],
+                     input=what, expected=want[0], got=got[0], hint=MEAN_TERMS)
     for name, a, b, h in (("dx", got[0], want[0], hint),
                           ("dw", got[1], want[1], "dw = sum over the rows of g * xhat"),
                           ("db", got[2], want[2], "db = sum over the rows of g")):
         close(a, b, f"layer_norm_backward: {name}", input=what, hint=h, dtype=x.dtype,
               atol=2e-4 if x.dtype is _dt.float32 else 1e-9)
+
+
+def _is(got, candidate):
+    try:
+        close(got, candidate.to(got.dtype), "", atol=1e-6, rtol=1e-6)
+    except Failed:
+        return False
+    return True
 
 
 def check_random(ns):
