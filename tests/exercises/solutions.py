@@ -1,7 +1,7 @@
 """Students' files for the exercise tests: correct ones, and the usual wrong answers (mutants).
 
 Each is the text of a file a student could hand in; the tests write it to tmp_path or give it
-to the grader as text. The mutants each make one of the mistakes issue 33 names."""
+to the grader as text. The mutants each make one of the usual mistakes."""
 
 SOFTMAX = '''
 import math

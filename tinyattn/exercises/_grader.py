@@ -15,14 +15,13 @@ import types
 from array import array
 from pathlib import Path
 
-from numba.core.errors import NumbaError
+from numba import njit
 
 from .. import backend
 from .. import dtypes as _dt
 from ..creation import tensor
 from ..autograd_functional import gradcheck, gradgradcheck
 from ..grad_mode import no_grad
-from ..kernels import kernel
 from ..storage import TensorBase
 
 try:
@@ -259,22 +258,25 @@ def grads(fn, inputs, what, *, hint, second=False):
 
 
 def compiled(fn):
-    """fn compiled by numba, as the library's kernels are, for the demo's speed; a function numba
-    cannot compile runs as Python (slower, the same result)."""
+    """fn compiled by numba (as the library's kernels are, but not cached on disk: the student's
+    module is not one numba can import again), for the demo's speed. If its first call fails to
+    compile, fn runs as Python from then on (slower, the same result), with a note."""
     try:
-        jitted = kernel(fn)
+        jitted = njit(error_model="numpy")(fn)
     except Exception:  # noqa: BLE001 - a function numba refuses outright
         return fn
-    state = {"fn": jitted}
+    state = {"fn": jitted, "first": True}
 
     def run(*args):
-        try:
+        if not state["first"]:
             return state["fn"](*args)
-        except NumbaError as e:
-            if state["fn"] is fn:
-                raise
-            print(f"(numba cannot compile {fn.__name__}: {str(e).splitlines()[0]}; running it "
-                  f"as Python, which is slower)", flush=True)
+        state["first"] = False
+        try:
+            return jitted(*args)
+        except Exception as e:  # noqa: BLE001 - numba's typing errors, and any failure to build
+            print(f"(numba cannot compile {fn.__name__}: {type(e).__name__}: "
+                  f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}; running it as "
+                  f"Python, which is slower)", flush=True)
             state["fn"] = fn
             return fn(*args)
     return run
