@@ -107,3 +107,12 @@ def test_a_correct_positional_encoding_trains_order_matters_to_its_target(tmp_pa
     report = out.getvalue()
     assert ok, report
     assert "reached" in report and (tmp_path / "explorer.html").exists()
+
+
+def test_the_docs_page_and_every_chapter_name_the_exercises():
+    page = (ROOT / "docs" / "exercises.md").read_text()
+    assert all(f"| `{name}` |" in page for name in NAMES)
+    for name, ex in exercises.EXERCISES.items():
+        chapter = next((ROOT / "docs").glob(f"{ex.CHAPTER:02d}-*.md")).read_text()
+        assert "## Exercise" in chapter and "python -m tinyattn.exercises" in chapter
+        assert f"`{name}`" in chapter or f"start {name}" in chapter, (name, ex.CHAPTER)
