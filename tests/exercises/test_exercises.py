@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tinyattn import exercises
+from tinyattn.exercises import __main__ as cli
 
 import solutions as S
 
@@ -85,18 +86,29 @@ def test_a_file_missing_a_function_fails_by_name(tmp_path):
     assert "defines no function context" in out.getvalue()
 
 
-def test_the_cli_lists_checks_and_exits_0_or_1(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    run = lambda *a: subprocess.run([sys.executable, "-m", "tinyattn.exercises", *a],  # noqa: E731
-                                    capture_output=True, text=True, env=env, cwd=tmp_path)
-    listed = run("list")
-    assert listed.returncode == 0 and listed.stdout.split()[0] == NAMES[0]
-    assert run("start", "sum_to_size").returncode == 0
+def test_the_cli_lists_starts_and_hints(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["list"]) == 0
+    assert capsys.readouterr().out.split()[0] == NAMES[0]
+    assert cli.main(["start", "sum_to_size"]) == 0
     assert (tmp_path / "exercises" / "sum_to_size.py").exists()
-    failed = run("check", "sum_to_size", "--no-demo")
-    assert failed.returncode == 1 and "FAIL" in failed.stdout
-    (tmp_path / "exercises" / "sum_to_size.py").write_text(S.SUM_TO)
-    passed = run("check", "sum_to_size", "--no-demo")
+    assert cli.main(["hint", "sum_to_size"]) == 0 and "hint 1 of" in capsys.readouterr().out
+    assert cli.main(["check", "sum_to_size", "--skeleton", "--no-demo"]) == 1
+    assert cli.main(["check", "sum_to_size", "--reference", "--no-demo"]) == 0
+
+
+def test_the_cli_check_exits_1_then_0_once_the_file_is_right(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    (tmp_path / "exercises").mkdir()
+    path = tmp_path / "exercises" / "sum_to_size.py"
+    run = lambda: subprocess.run([sys.executable, "-m", "tinyattn.exercises", "check",  # noqa: E731
+                                  "sum_to_size", "--no-demo"], capture_output=True, text=True,
+                                 env=env, cwd=tmp_path)
+    path.write_text(S.SUM_TO_NOT_SUMMED)
+    failed = run()
+    assert failed.returncode == 1 and "not summed back" in failed.stdout, failed.stderr
+    path.write_text(S.SUM_TO)
+    passed = run()
     assert passed.returncode == 0, passed.stdout + passed.stderr
 
 
