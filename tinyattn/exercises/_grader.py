@@ -89,7 +89,7 @@ def load_file(path, name):
 def load_text(text, name):
     """A module from source text (the untouched skeleton, or a test's mutant)."""
     module = types.ModuleType(f"exercise_{name}")
-    exec(compile(text, f"<{name} skeleton>", "exec"), module.__dict__)
+    exec(compile(text, f"<{name} code>", "exec"), module.__dict__)
     return module
 
 
