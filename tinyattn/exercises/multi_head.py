@@ -1,6 +1,7 @@
 """Exercise `multi_head` (chapter 3): splitting the features into heads, and merging them back.
 
-Plugged in as nn.MultiheadAttention's _split_heads and _merge_heads (nn/attention.py).
+Plugged in as nn.MultiheadAttention's _split_heads and _merge_heads (nn/attention.py); the demo
+is transformer, whose every attention layer then splits and merges heads with the student's code.
 """
 import contextlib
 import random
@@ -150,4 +151,5 @@ CHECKS = [
     ("nn.MultiheadAttention with your split and merge plugged in", check_plugged),
 ]
 
-DEMO = None
+DEMO = {"script": "transformer", "metric": "exact_greedy", "target": 0.85,
+        "what": "exact match (greedy) on held-out digit sequences", "explorer": True}

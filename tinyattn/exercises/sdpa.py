@@ -1,8 +1,7 @@
 """Exercise `sdpa` (chapter 3): scaled dot-product attention with both mask conventions.
 
-Plugged in as the scaled_dot_product_attention that nn.SelfAttention and nn.MultiheadAttention
-call (nn/attention.py); the demo is order_matters, whose explorer.html then shows the student's
-weights.
+Plugged in as the scaled_dot_product_attention that nn.SelfAttention calls (nn/attention.py);
+the demo is order_matters, whose explorer.html then shows the student's weights.
 """
 import math
 import random
@@ -68,8 +67,8 @@ def reference():
 
 
 def plug(ns, compiled=False):
-    """nn.SelfAttention and nn.MultiheadAttention (nn/attention.py) attend through ns; dropout
-    and grouped-query attention stay the library's."""
+    """nn.SelfAttention (and nn.MultiheadAttention when it returns no weights) attend through ns
+    (nn/attention.py); dropout and grouped-query attention stay the library's."""
     library = _attention.scaled_dot_product_attention
 
     def sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None,
