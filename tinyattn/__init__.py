@@ -22,6 +22,7 @@ written as `x.exp()` calls tensor.py, which calls ops/unary.py.)
     autograd_functional            vjp, jvp, jacobian, hessian, hvp; gradgradcheck
     nn/, optim/, utils/            layers, optimizers, data loading
     viz/, _torch_names, as_torch   pictures of tensors and graphs; tinyattn as `import torch`
+    exercises/                     students rebuild a piece; graded, then plugged into a demo
 
 This file, on top, gathers the public names.
 """

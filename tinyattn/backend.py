@@ -19,6 +19,11 @@ so switching backends re-binds what every op calls::
     tinyattn.backend.use("reference")               # the same from Python
     with tinyattn.backend.use("reference"): ...     # inside the block only
 
+One function can be replaced for a `with` block, the hook the exercises plug a student's code
+into (`python -m tinyattn.exercises`)::
+
+    with tinyattn.backend.override("softmax", "softmax_forward", my_softmax_forward): ...
+
 Under the reference backend the fast package is never imported. Families that the fast backend
 does not write again (`FAST` does not name them) run the reference loops on both backends.
 
@@ -135,6 +140,82 @@ class use:
     def __exit__(self, *exc):
         _bind(self.previous)
         return False
+
+
+class override:
+    """Replace ONE function for a `with` block: the teaching hook the exercises plug into.
+
+        with backend.override("softmax", "softmax_forward", my_forward):    # a kernel
+            ...     # every op that calls backend.softmax.softmax_forward calls my_forward
+        with backend.override(tinyattn.nn.positional, "sinusoidal_table", my_table):  # an op
+            ...
+
+    `where` is either a kernel family's name (FAMILIES): the family this module hands the ops
+    is swapped for a view of it in which `name` is `fn`, on whichever backend is active; the
+    kernel file itself is untouched, so nothing else sees the change. Or `where` is a module
+    or class whose attribute `name` the library looks up at call time (for exercises that
+    replace an op or a layer's method rather than a kernel). Leaving the block, by an exception
+    too, puts the previous function back; overrides nest and unwind in order. Switch backends
+    outside the block: `use` inside it rebinds the families and leaving restores the view.
+    Not thread-safe: it changes what every thread calls."""
+
+    def __init__(self, where, name, fn):
+        if isinstance(where, str):
+            if where not in FAMILIES:
+                raise ValueError(f"backend.override: {where!r} is not a kernel family; the "
+                                 f"families are {FAMILIES}")
+            where = _Family(globals()[where], where)
+        elif not hasattr(where, name):
+            raise AttributeError(f"backend.override: {where!r} has no attribute {name!r}")
+        if not hasattr(where, name):
+            raise AttributeError(f"backend.override: kernel family {where._family!r} has no "
+                                 f"function {name!r}")
+        if not callable(fn):
+            raise TypeError(f"backend.override: the replacement for {name!r} must be callable, "
+                            f"got {type(fn).__name__}")
+        self.where, self.name, self.fn = where, name, fn
+        self._undo = None
+
+    def __enter__(self):
+        where, name = self.where, self.name
+        if isinstance(where, _Family):
+            previous = globals()[where._family]
+            view = _Family(previous, where._family)
+            setattr(view, name, self.fn)
+            globals()[where._family] = view
+            self._undo = lambda: globals().__setitem__(where._family, previous)
+        else:
+            own = vars(where).get(name, _MISSING) if hasattr(where, "__dict__") else _MISSING
+            setattr(where, name, self.fn)
+            if own is _MISSING:     # inherited (a class's method from its base): drop ours
+                self._undo = lambda: delattr(where, name)
+            else:
+                self._undo = lambda: setattr(where, name, own)
+        return self
+
+    def __exit__(self, *exc):
+        undo, self._undo = self._undo, None
+        if undo is not None:
+            undo()
+        return False
+
+
+_MISSING = object()
+
+
+class _Family:
+    """A kernel family with some functions replaced: attributes set on it win, every other name
+    is read from the family's module."""
+
+    def __init__(self, module, family):
+        self._module, self._family = module, family
+
+    def __getattr__(self, name):            # called only for names not set on the view
+        return getattr(self._module, name)
+
+    def __repr__(self):
+        replaced = sorted(set(vars(self)) - {"_module", "_family"})
+        return f"<kernel family {self._family!r}, {', '.join(replaced)} replaced>"
 
 
 _bind(_checked(os.environ.get("TINYATTN_KERNELS", "fast") or "fast", "TINYATTN_KERNELS"))
