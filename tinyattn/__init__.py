@@ -49,7 +49,8 @@ from .ops.compare import (bitwise_and, bitwise_not, bitwise_or, bitwise_xor, eq,
                           where)
 from .ops.unary import (abs, arctan, atan, ceil,  # noqa: A004
                         cos, erf, exp, expm1, floor, gelu, isfinite, isinf,
-                        isnan, log, log1p, neg, relu, rsqrt, sigmoid, sin, sqrt, tanh, trunc)
+                        isnan, log, log1p, neg, positive, relu, rsqrt, sigmoid, sin, sqrt, tanh,
+                        trunc)
 from .ops.blend import addcdiv, addcmul, lerp
 from .ops.indexing import (diag, diagonal, flip, gather, index_select, masked_select, nonzero,
                            repeat_interleave, take_along_dim, trace, tril, triu)

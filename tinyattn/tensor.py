@@ -272,6 +272,7 @@ class Tensor(TensorBase):
     # flake8: noqa: E704 (one-line methods read as the table they are)
     # ------------------------------------------ elementwise: ops/unary.py, arithmetic.py, compare.py
     def neg(self): return _un.neg(self)
+    def positive(self): return _un.positive(self)
     def abs(self): return _un.abs(self)
     def exp(self): return _un.exp(self)
     def log(self): return _un.log(self)
@@ -430,6 +431,7 @@ class Tensor(TensorBase):
     def __matmul__(self, other): return _mm.matmul(self, other)
     def __rmatmul__(self, other): return _mm.matmul(other, _bound(self, "__rmatmul__"))
     def __neg__(self): return _un.neg(self)
+    def __pos__(self): return _un.positive(self)
     def __abs__(self): return _un.abs(self)
     def __invert__(self): return _cmp.bitwise_not(self)
     def __and__(self, other): return _cmp.bitwise_and(self, other)

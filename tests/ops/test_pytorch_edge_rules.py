@@ -97,3 +97,10 @@ def test_loss_arguments_pytorch_refuses_are_refused():
         nn.CrossEntropyLoss(ignore_index=1)(ta.zeros(1, 2), probs)
     assert math.isclose(nn.CrossEntropyLoss()(ta.zeros(1, 2), probs).item(), math.log(2),
                         rel_tol=1e-6)
+
+
+def test_unary_plus_returns_the_tensor_itself_and_refuses_bool():
+    x = ta.ones(2, requires_grad=True)
+    assert (+x) is x and x.positive() is x and ta.positive(x) is x
+    with pytest.raises(RuntimeError, match="on a bool tensor is not supported"):
+        +ta.ones(2, dtype=ta.bool)

@@ -141,6 +141,14 @@ def _unary(op, x, p1=0.0, p2=0.0, name=""):
     return Unary.apply(_floating(name, x), op, p1, p2)
 
 
+def positive(x):
+    """+x: the tensor itself (not a copy), as PyTorch returns it; a bool tensor raises."""
+    check_tensor("positive", x)
+    if x.dtype is _bool:
+        raise RuntimeError("positive: the `+` operator, on a bool tensor is not supported")
+    return x
+
+
 def neg(x):
     check_tensor("neg", x)
     if x.dtype is _bool:
