@@ -18,9 +18,12 @@ from tinyattn.fast.jit import kernel
 
 
 @pytest.fixture
-def two_threads():
+def two_threads(monkeypatch):
+    """Two threads, and a caller that waits for the worker instead of taking its block back
+    (threads._adaptive): these tests check what the worker does with its block."""
     old = threads.num_threads()
     threads.set_num_threads(2)
+    monkeypatch.setattr(threads, "_adaptive", False)
     yield
     threads.set_num_threads(old)
 
@@ -139,7 +142,7 @@ def test_jobs_after_the_workers_fell_asleep(two_threads):
     threads.parallel_for(lambda a, b: (time.sleep(0.01 if a else 0), slow.append(a)), 2)
     assert sorted(slow) == [0, 1]
     for w in threads._workers:
-        assert threads._flags[w._done_i] == w._seq     # every job reported done
+        assert threads._flags[w._w + jobs.DONE] == w._seq     # every job reported done
 
 
 def _child(code, **env):
@@ -190,8 +193,9 @@ def test_workers_keep_no_reference_to_a_finished_job(two_threads):
     assert ref() is None
 
 
-def test_torch_names_set_and_get_the_thread_count():
+def test_torch_names_set_and_get_the_thread_count(monkeypatch):
     import tinyattn as ta
+    monkeypatch.setattr(threads, "_adaptive", False)   # (the worker runs its block)
     from tinyattn import backend
     old = backend._num_threads
     try:
@@ -269,7 +273,7 @@ def _post_mark(words, at, worker, start, stop, out_address):
 @pytest.mark.skipif(numba.config.DISABLE_JIT, reason="compiled jobs: compiled mode only")
 def test_a_registered_runner_runs_in_the_worker_without_python(two_threads, monkeypatch):
     kind = jobs.register(_mark)
-    threads._get_workers()
+    threads._get_workers()      # (two_threads: the caller leaves the worker its block)
     monkeypatch.setattr(threads, "_spins", 1 << 60)     # the worker must be spinning, not asleep
     threads.parallel_for(lambda a, b: None, 2)
     out, python_blocks = array("q", [0] * 4), []

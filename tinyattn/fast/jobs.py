@@ -35,7 +35,8 @@ from numba.extending import intrinsic
 from .buffers import address
 from .jit import kernel
 
-__all__ = ["register", "entry", "serve", "load_acquire", "store_release", "cpu_relax"]
+__all__ = ["register", "entry", "serve", "load_acquire", "store_release", "compare_and_swap",
+           "cpu_relax"]
 
 
 # --------------------------------------------------------------------------- atomics and the hint
@@ -61,6 +62,17 @@ def store_release(typingctx, buf, i, value):
         builder.store_atomic(args[2], _item_pointer(context, builder, sig, args), "release", 8)
         return context.get_dummy_value()
     return types.void(buf, i, value), codegen
+
+
+@intrinsic
+def compare_and_swap(typingctx, buf, i, expected, new):
+    """If buf[i] == expected, buf[i] = new, as one atomic step; True if it did. Two threads that
+    both try to take the same block this way cannot both succeed (threads.py: the claim)."""
+    def codegen(context, builder, sig, args):
+        ptr = _item_pointer(context, builder, sig, args)
+        pair = builder.cmpxchg(ptr, args[2], args[3], "seq_cst", "seq_cst")
+        return builder.extract_value(pair, 1)
+    return types.boolean(buf, i, expected, new), codegen
 
 
 _PAUSE = platform.machine().lower() in ("x86_64", "amd64")
@@ -126,33 +138,49 @@ def entry(kind):
 
 # --------------------------------------------------------------------------- the spin loop
 
-@kernel
-def serve(flags, done_i, done, go_i, turns, handoff, jobs, at):
-    """A worker between jobs, without the GIL: publish flags[done_i] = done, then spin (at most
-    `turns` turns each time) for job numbers above it in flags[go_i]. A compiled job (jobs[at] !=
-    0) runs here, and its number is published in flags[done_i]; the first Python job ends the loop.
+# A worker's words in threads.py's `_flags`, from its first one: GO and CLAIM on one cache line
+# (the caller writes GO, both sides CLAIM), the rest on the next (the worker writes them).
+GO, CLAIM, DONE, SLEEPING, SEEN, RAN = 0, 1, 8, 9, 10, 11
+WORDS = 16
 
-    Returns the number of a Python job (after `handoff` more turns: time for the caller to drop
-    the GIL), -1 if no job came in `turns` turns (the worker goes to sleep), or -2 after a
-    compiled job if the caller sleeps (flags[done_i + 1] != 0: the worker wakes it)."""
-    store_release(flags, done_i, done)
-    seen = done
+@kernel
+def serve(flags, w, turns, handoff, jobs, at):
+    """A worker between jobs, without the GIL. Its words in `flags` start at `w` (threads.py):
+    w + GO the caller's last job number, w + CLAIM the last one taken (by either side), w + DONE
+    the last one this worker finished, w + SLEEPING whether the caller sleeps waiting for it,
+    w + SEEN the last job number this loop saw, w + RAN how many jobs it ran.
+
+    Spins (at most `turns` turns each time) for a job number above SEEN in GO and claims it with
+    compare_and_swap(CLAIM: go - 1 -> go): if the caller took that job back first, the claim
+    fails and the loop spins on. A claimed compiled job (jobs[at] != 0) runs here and its number
+    is published in DONE; a claimed Python job ends the loop.
+
+    Returns the number of a claimed Python job (after `handoff` more turns: time for the caller
+    to drop the GIL), -1 if no job came in `turns` turns (the worker goes to sleep), or -2 after
+    a compiled job if the caller sleeps (the worker wakes it)."""
+    seen = flags[w + SEEN]
     while True:
         go = seen
         for _ in range(turns):
-            go = load_acquire(flags, go_i)
+            go = load_acquire(flags, w + GO)
             if go > seen:
                 break
             cpu_relax()
         if go <= seen:
+            flags[w + SEEN] = seen
             return -1
+        seen = go
+        if not compare_and_swap(flags, w + CLAIM, go - 1, go):
+            continue                    # the caller took this job back: wait for the next
+        flags[w + RAN] += 1
         runner = jobs[at]
         if runner == 0:
+            flags[w + SEEN] = seen
             for _ in range(handoff):
                 cpu_relax()
             return go
         _call_runner(runner, address(jobs, at))
-        seen = go
-        store_release(flags, done_i, seen)
-        if load_acquire(flags, done_i + 1) != 0:
+        store_release(flags, w + DONE, go)
+        if load_acquire(flags, w + SLEEPING) != 0:
+            flags[w + SEEN] = seen
             return -2
