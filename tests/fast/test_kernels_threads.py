@@ -353,3 +353,40 @@ def test_run_two_runs_both_once_and_reraises(two_threads):
     threads.parallel_for(lambda a, b: threads.run_two(
         lambda *_: inner.append((a, "first")), lambda *_: inner.append((a, "second"))), 2)
     assert sorted(inner) == [(0, "first"), (0, "second"), (1, "first"), (1, "second")]
+
+
+@pytest.mark.parametrize("v2,v1,want", [
+    ("max 100000", None, None),                         # v2, no limit
+    ("150000 100000", None, 1.5),                       # v2: docker --cpus 1.5
+    (None, ("200000", "100000"), 2.0),                  # v1 quota / period
+    (None, ("-1", "100000"), None),                     # v1, no limit
+    (None, None, None)])                                # no cgroup files at all
+def test_cgroup_cpu_quota_is_read_from_either_version(tmp_path, monkeypatch, v2, v1, want):
+    from tinyattn import backend
+    paths = [tmp_path / "cpu.max", tmp_path / "quota", tmp_path / "period"]
+    for path, text in zip(paths, [v2] + list(v1 or (None, None))):
+        if text is not None:
+            path.write_text(text + "\n")
+    monkeypatch.setattr(backend, "CGROUP_CPU_MAX", str(paths[0]))
+    monkeypatch.setattr(backend, "CGROUP_V1_QUOTA", (str(paths[1]), str(paths[2])))
+    assert backend.cgroup_cpu_quota() == want
+
+
+def test_the_default_thread_count_is_what_the_process_may_use(monkeypatch):
+    """Affinity (taskset) and whole CPUs of the cgroup quota, not the machine's CPU count."""
+    from tinyattn import backend
+    monkeypatch.setattr(backend.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(backend, "cgroup_cpu_quota", lambda: None)
+    assert backend.usable_cpus() == 4
+    monkeypatch.setattr(backend, "cgroup_cpu_quota", lambda: 1.5)
+    assert backend.usable_cpus() == 1
+    monkeypatch.setattr(backend, "cgroup_cpu_quota", lambda: 0.5)   # still one thread
+    assert backend.usable_cpus() == 1
+    monkeypatch.setattr(backend, "cgroup_cpu_quota", lambda: 3.0)
+    monkeypatch.setattr(backend.os, "sched_getaffinity", lambda pid: {5}, raising=False)
+    assert backend.usable_cpus() == 1
+    monkeypatch.setattr(backend, "_usable", 3)
+    monkeypatch.delenv("TINYATTN_NUM_THREADS", raising=False)
+    assert backend._default_num_threads() == 3
+    monkeypatch.setenv("TINYATTN_NUM_THREADS", "2")                # the variable still wins
+    assert backend._default_num_threads() == 2

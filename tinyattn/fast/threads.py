@@ -409,7 +409,7 @@ def busy():
     """Whether a parallel_for started now would run all its blocks on the calling thread: the
     workers are taken (a parallel_for or run_two is running), or the caller is not offering
     (a busy machine, see _judge)."""
-    return _in_use or _busy._is_owned() or time.perf_counter() < _solo_until
+    return _in_use or _busy._is_owned() or (_adaptive and time.perf_counter() < _solo_until)
 
 
 def stats():
