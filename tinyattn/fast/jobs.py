@@ -140,7 +140,7 @@ def entry(kind):
 
 # A worker's words in threads.py's `_flags`, from its first one: GO and CLAIM on one cache line
 # (the caller writes GO, both sides CLAIM), the rest on the next (the worker writes them).
-GO, CLAIM, DONE, SLEEPING, SEEN, RAN = 0, 1, 8, 9, 10, 11
+GO, CLAIM, DONE, SLEEPING, SEEN, RAN, SPINNING = 0, 1, 8, 9, 10, 11, 12
 WORDS = 16
 
 @kernel
@@ -148,7 +148,8 @@ def serve(flags, w, turns, handoff, jobs, at):
     """A worker between jobs, without the GIL. Its words in `flags` start at `w` (threads.py):
     w + GO the caller's last job number, w + CLAIM the last one taken (by either side), w + DONE
     the last one this worker finished, w + SLEEPING whether the caller sleeps waiting for it,
-    w + SEEN the last job number this loop saw, w + RAN how many jobs it ran.
+    w + SEEN the last job number this loop saw, w + RAN how many jobs it ran, w + SPINNING 1
+    while this loop runs (a job it did not claim then went to a worker without a core).
 
     Spins (at most `turns` turns each time) for a job number above SEEN in GO and claims it with
     compare_and_swap(CLAIM: go - 1 -> go): if the caller took that job back first, the claim
@@ -159,6 +160,7 @@ def serve(flags, w, turns, handoff, jobs, at):
     to drop the GIL), -1 if no job came in `turns` turns (the worker goes to sleep), or -2 after
     a compiled job if the caller sleeps (the worker wakes it)."""
     seen = flags[w + SEEN]
+    flags[w + SPINNING] = 1
     while True:
         go = seen
         for _ in range(turns):
@@ -168,6 +170,7 @@ def serve(flags, w, turns, handoff, jobs, at):
             cpu_relax()
         if go <= seen:
             flags[w + SEEN] = seen
+            flags[w + SPINNING] = 0
             return -1
         seen = go
         if not compare_and_swap(flags, w + CLAIM, go - 1, go):
@@ -178,9 +181,11 @@ def serve(flags, w, turns, handoff, jobs, at):
             flags[w + SEEN] = seen
             for _ in range(handoff):
                 cpu_relax()
+            flags[w + SPINNING] = 0
             return go
         _call_runner(runner, address(jobs, at))
         store_release(flags, w + DONE, go)
         if load_acquire(flags, w + SLEEPING) != 0:
             flags[w + SEEN] = seen
+            flags[w + SPINNING] = 0
             return -2

@@ -69,7 +69,8 @@ from numba import types
 
 from . import jobs
 from .jit import cached, kernel
-from .jobs import CLAIM, DONE, GO, RAN, SEEN, SLEEPING, compare_and_swap, load_acquire, store_release
+from .jobs import (CLAIM, DONE, GO, RAN, SEEN, SLEEPING, SPINNING, compare_and_swap, load_acquire,
+                   store_release)
 
 __all__ = ["num_threads", "set_num_threads", "parallel_for", "run_two", "busy", "split", "stats"]
 
@@ -122,7 +123,7 @@ _spins = 0                  # spin turns in SPIN_US and HANDOFF_US, measured on 
 _handoff = 0
 _score = 0.0                # recent failed hand-offs, decaying (_judge)
 _backoff = BACKOFF_S        # the next pause in offering
-_solo_until = 0.0           # time.perf_counter() until which the caller offers nothing
+_solo_until = 0.0           # time.perf_counter() until which the caller offers nothing (or 0)
 _stats = {"offered": 0, "taken_back": 0, "late": 0, "backoffs": 0}
 
 
@@ -203,9 +204,11 @@ def _calibrate():
     _take_entry = _take.compile((flags, i64, i64))
     probe = len(_flags) - 1             # a word nobody writes: the loop runs all its turns
     turns = 20000
-    t0 = time.perf_counter()
-    _spin_entry(_flags, probe, 0, turns)
-    per_us = turns / max((time.perf_counter() - t0) * 1e6, 1e-3)
+    per_us = 0.0
+    for _ in range(3):                  # the fastest of three: a busy machine only slows one
+        t0 = time.perf_counter()
+        _spin_entry(_flags, probe, 0, turns)
+        per_us = max(per_us, turns / max((time.perf_counter() - t0) * 1e6, 1e-3))
     _spins = max(1, int(per_us * SPIN_US))
     _handoff = int(per_us * HANDOFF_US)
 
@@ -409,7 +412,17 @@ def busy():
     """Whether a parallel_for started now would run all its blocks on the calling thread: the
     workers are taken (a parallel_for or run_two is running), or the caller is not offering
     (a busy machine, see _judge)."""
-    return _in_use or _busy._is_owned() or (_adaptive and time.perf_counter() < _solo_until)
+    return _in_use or _solo()
+
+
+def _solo():
+    # Whether the caller has stopped offering (a busy machine, _judge); 0.0 once that is over.
+    global _solo_until
+    if _solo_until:
+        if _adaptive and time.perf_counter() < _solo_until:
+            return True
+        _solo_until = 0.0
+    return False
 
 
 def stats():
@@ -419,15 +432,18 @@ def stats():
     return dict(_stats, ran_by_workers=ran)
 
 
-def _judge(taken, own, wait):
-    """After a hand-off: `taken` blocks taken back, the caller's block took `own` seconds, then
-    it waited `wait` for the workers. A block taken back, or one that ended more than half as long
-    again after the caller's own, is a failed hand-off; after about three in a row the caller
+def _judge(missed, own, wait):
+    """After a hand-off: `missed` blocks taken back from workers that were spinning (so waiting
+    for a core: a spinning worker with a core claims its block within a microsecond), the
+    caller's block took `own` seconds, then it waited `wait` for the workers. A block missed, or
+    one that ended more than half as long again after the caller's own, is a failed hand-off; after about three in a row the caller
     runs everything itself for _backoff seconds, which doubles each time (up to BACKOFF_MAX_S)
-    and returns to BACKOFF_S once hand-offs succeed again."""
+    and returns to BACKOFF_S once hand-offs succeed again. A block taken back from a worker that
+    was not spinning (asleep, or on its way back to its spin loop, which needs the GIL) counts for
+    nothing: that is a pause, not a busy machine, and the next blocks find it spinning."""
     global _score, _backoff, _solo_until
-    if taken or wait > 1.5 * own + LATE_S:
-        if not taken:
+    if missed or wait > 1.5 * own + LATE_S:
+        if not missed:
             _stats["late"] += 1
         _score = 0.5 * _score + 1.0
         if _score >= 1.75:          # 1, 1.5, 1.75: three failures in a row
@@ -457,10 +473,13 @@ def _share(here, h0, h1, offers, job):
         except Exception as exc:
             error = exc
         t1 = time.perf_counter()
-        taken, waited = 0, []
+        taken, missed, waited = 0, 0, []
         for w, fn, start, stop in offers:
-            if _adaptive and w.take_back():
+            # (a worker that already finished its block needs no compare-and-swap to say so)
+            spinning = _flags[w._w + SPINNING]
+            if _adaptive and _flags[w._w + DONE] < w._seq and w.take_back():
                 taken += 1
+                missed += spinning
                 try:
                     fn(start, stop)
                 except Exception as exc:
@@ -472,7 +491,8 @@ def _share(here, h0, h1, offers, job):
             error = error or failed
         if _adaptive:
             _stats["taken_back"] += taken
-            _judge(taken, t1 - t0, time.perf_counter() - t1 if waited else 0.0)
+            if missed or not taken:         # (see _judge)
+                _judge(missed, t1 - t0, time.perf_counter() - t1 if waited else 0.0)
     except BaseException:
         _quietly(w.settle for w, *_ in offers)
         raise
