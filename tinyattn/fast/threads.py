@@ -36,9 +36,11 @@ the next one at once. So do ours, without holding the GIL and without burning a 
   registered a runner with jobs.py (the matmul's blocks) is handed over as numbers in the
   worker's words of `_jobs`, and the spin loop runs it itself (``parallel_for(..., job=...)``).
 
-Busy machines. If the workers keep losing their blocks to the caller, or a block they took keeps
-ending much later than the caller's own (the scheduler took their core away in the middle), a
-second thread is making things worse: the caller stops offering for a while (``BACKOFF_S``,
+Busy machines. The caller keeps an account of the time the workers saved and lost lately: a
+block that ends much later than the caller's own (the scheduler took its worker's core away in
+the middle) loses more than many blocks save, and spinning workers that keep losing their
+blocks to the caller (they have no core) save nothing. When the account runs dry, a second
+thread is making things worse: the caller stops offering for a while (``BACKOFF_S``,
 doubled each time it happens again, at most ``BACKOFF_MAX_S``) and runs the same blocks itself,
 in order (so the results are the same), then offers again (`_judge`).
 
@@ -59,6 +61,7 @@ calling thread alone, until then. At most ``MAX_THREADS`` run (the workers are r
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 
+import ctypes
 import os
 import threading
 import time
@@ -100,11 +103,13 @@ _SPINNING = not numba.config.DISABLE_JIT and SPIN_US > 0
 _jobs_as_numbers = _SPINNING
 
 # Busy machines (module docstring, _judge): how long the caller stops offering blocks, at first
-# and at most; and the slack a worker's block may end after the caller's own before it counts
-# as late (a hand-off and a wake-up).
+# and at most; the slack a worker's block may end after the caller's own before it counts as
+# late (a hand-off and a wake-up: only for threads.stats).
 BACKOFF_S = 0.05
 BACKOFF_MAX_S = 2.0
 LATE_S = 50e-6
+ACCOUNT_S = 0.002           # the most saved time _judge remembers
+TRUSTED_S = 10.0            # hand-offs this long without a back-off: the next one is short
 # Off, the caller never takes a block back and never backs off: it waits for the workers, so
 # that a test can be sure they ran their blocks.
 _adaptive = True
@@ -121,9 +126,10 @@ JOB_WORDS = 32              # int64s per worker in _jobs: a compiled job's words
 _jobs = array("q", bytes(8 * JOB_WORDS * MAX_THREADS))
 _spins = 0                  # spin turns in SPIN_US and HANDOFF_US, measured on first use
 _handoff = 0
-_score = 0.0                # recent failed hand-offs, decaying (_judge)
+_account = 0.0              # seconds the workers saved lately, less what they lost (_judge)
 _backoff = BACKOFF_S        # the next pause in offering
-_solo_until = 0.0           # time.perf_counter() until which the caller offers nothing (or 0)
+_solo_until = 0.0           # time.perf_counter() until which the caller offers nothing
+_solo_ended = 0.0           # ... and when the last such pause ended
 _stats = {"offered": 0, "taken_back": 0, "late": 0, "backoffs": 0}
 
 
@@ -213,6 +219,32 @@ def _calibrate():
     _handoff = int(per_us * HANDOFF_US)
 
 
+def _cpu_getter():
+    try:
+        getcpu = ctypes.CDLL(None, use_errno=True).sched_getcpu
+        getcpu.restype = ctypes.c_int
+        return getcpu if getcpu() >= 0 and hasattr(os, "sched_setaffinity") else None
+    except (OSError, AttributeError):
+        return None
+
+
+_getcpu = _cpu_getter()     # the CPU the calling thread is on (glibc's sched_getcpu), or None
+
+
+def _move_off(cpu):
+    """Move the calling thread to a CPU other than `cpu` it may use, then let it run anywhere
+    again. A worker started or woken by the caller tends to land on the caller's CPU, where the
+    two spinning threads take turns instead of running together, and the scheduler may leave
+    them so for a long while; a busy machine's scheduler still moves it where it likes."""
+    try:
+        allowed = os.sched_getaffinity(0)
+        if cpu in allowed and len(allowed) > 1:
+            os.sched_setaffinity(0, allowed - {cpu})
+            os.sched_setaffinity(0, allowed)
+    except OSError:
+        pass
+
+
 def num_threads():
     """How many threads (the caller included) :func:`parallel_for` uses."""
     return _num_threads
@@ -232,6 +264,7 @@ class _Worker:
         self._job = None
         self._error = None
         self._sleeping = False              # the worker sleeps on _wake
+        self._caller_cpu = _getcpu() if _getcpu else -1     # where the waking caller was
         self._wake = threading.Event()
         self._finished = threading.Event()  # the caller sleeps on it (flag SLEEPING)
         self._thread = threading.Thread(target=self._loop, name=f"tinyattn-{index}", daemon=True)
@@ -239,6 +272,8 @@ class _Worker:
 
     def _loop(self):
         w = self._w
+        if self._caller_cpu >= 0:
+            _move_off(self._caller_cpu)
         while True:
             # Spins; claims jobs and runs the compiled ones itself (jobs.py); returns for a
             # claimed Python job.
@@ -254,6 +289,8 @@ class _Worker:
                 self._sleeping = True
                 if _flags[w + GO] <= _flags[w + SEEN]:
                     self._wake.wait()
+                    if self._caller_cpu >= 0:
+                        _move_off(self._caller_cpu)
                 self._sleeping = False
                 continue
             job = self._job
@@ -283,6 +320,8 @@ class _Worker:
         else:       # (a Python job is read holding the GIL, which orders it)
             _flags[self._w + GO] = self._seq
         if self._sleeping:
+            if _getcpu:
+                self._caller_cpu = _getcpu()
             self._wake.set()
 
     def offer(self, fn, start, stop, job=None):
@@ -417,11 +456,11 @@ def busy():
 
 def _solo():
     # Whether the caller has stopped offering (a busy machine, _judge); 0.0 once that is over.
-    global _solo_until
+    global _solo_until, _solo_ended
     if _solo_until:
         if _adaptive and time.perf_counter() < _solo_until:
             return True
-        _solo_until = 0.0
+        _solo_ended, _solo_until = _solo_until, 0.0
     return False
 
 
@@ -432,29 +471,33 @@ def stats():
     return dict(_stats, ran_by_workers=ran)
 
 
-def _judge(missed, own, wait):
-    """After a hand-off: `missed` blocks taken back from workers that were spinning (so waiting
-    for a core: a spinning worker with a core claims its block within a microsecond), the
-    caller's block took `own` seconds, then it waited `wait` for the workers. A block missed, or
-    one that ended more than half as long again after the caller's own, is a failed hand-off; after about three in a row the caller
-    runs everything itself for _backoff seconds, which doubles each time (up to BACKOFF_MAX_S)
-    and returns to BACKOFF_S once hand-offs succeed again. A block taken back from a worker that
-    was not spinning (asleep, or on its way back to its spin loop, which needs the GIL) counts for
-    nothing: that is a pause, not a busy machine, and the next blocks find it spinning."""
-    global _score, _backoff, _solo_until
-    if missed or wait > 1.5 * own + LATE_S:
-        if not missed:
-            _stats["late"] += 1
-        _score = 0.5 * _score + 1.0
-        if _score >= 1.75:          # 1, 1.5, 1.75: three failures in a row
-            _stats["backoffs"] += 1
-            _solo_until = time.perf_counter() + _backoff
-            _backoff = min(2 * _backoff, BACKOFF_MAX_S)
-            _score = 0.0
-    else:
-        _score *= 0.5
-        if _score < 0.01:
+def _judge(missed, own, wait, waited):
+    """After a hand-off: `missed` blocks taken back from workers that were spinning, the
+    caller's block took `own` seconds, then it waited `wait` for the workers (if `waited`).
+
+    The second thread is kept while it has lately saved more time than it lost, in seconds
+    (`_account`, at most ACCOUNT_S). A block a worker ran saves what the caller would have spent
+    on it, about `own`, less the wait: a worker that lost its core in the middle of its block
+    (a busy machine) loses milliseconds. A block taken back from a spinning worker (one with a
+    core claims it within a microsecond: this one was waiting for a core) saved nothing and
+    costs half a block: a worker that keeps missing burns a core someone else could use, perhaps
+    the caller's own. Below zero, the caller runs everything itself for _backoff seconds,
+    doubled each time it happens again (up to BACKOFF_MAX_S), and BACKOFF_S again after TRUSTED_S
+    seconds without one; meanwhile the workers stop spinning and sleep. A block taken back
+    from a worker that was not spinning (asleep, or on its way back to its spin loop, which
+    needs the GIL) counts for nothing: that follows a pause, not a busy machine."""
+    global _account, _backoff, _solo_until
+    if waited and wait > 1.5 * own + LATE_S:
+        _stats["late"] += 1
+    _account = min(_account + (own - wait if waited else 0.0) - 0.5 * own * missed, ACCOUNT_S)
+    if _account < 0:
+        now = time.perf_counter()
+        if now - _solo_ended > TRUSTED_S:
             _backoff = BACKOFF_S
+        _stats["backoffs"] += 1
+        _solo_until = now + _backoff
+        _backoff = min(2 * _backoff, BACKOFF_MAX_S)
+        _account = 0.0
 
 
 def _share(here, h0, h1, offers, job):
@@ -491,8 +534,8 @@ def _share(here, h0, h1, offers, job):
             error = error or failed
         if _adaptive:
             _stats["taken_back"] += taken
-            if missed or not taken:         # (see _judge)
-                _judge(missed, t1 - t0, time.perf_counter() - t1 if waited else 0.0)
+            if missed or waited:            # (see _judge)
+                _judge(missed, t1 - t0, time.perf_counter() - t1, waited)
     except BaseException:
         _quietly(w.settle for w, *_ in offers)
         raise
