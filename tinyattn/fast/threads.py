@@ -109,6 +109,7 @@ BACKOFF_S = 0.05
 BACKOFF_MAX_S = 2.0
 LATE_S = 50e-6
 ACCOUNT_S = 0.002           # the most saved time _judge remembers
+MISS_S = ACCOUNT_S / 2      # what a block taken back from a spinning worker costs it
 TRUSTED_S = 10.0            # hand-offs this long without a back-off: the next one is short
 # Off, the caller never takes a block back and never backs off: it waits for the workers, so
 # that a test can be sure they ran their blocks.
@@ -480,8 +481,8 @@ def _judge(missed, own, wait, waited):
     on it, about `own`, less the wait: a worker that lost its core in the middle of its block
     (a busy machine) loses milliseconds. A block taken back from a spinning worker (one with a
     core claims it within a microsecond: this one was waiting for a core) saved nothing and
-    costs half a block: a worker that keeps missing burns a core someone else could use, perhaps
-    the caller's own. Below zero, the caller runs everything itself for _backoff seconds,
+    costs MISS_S: more threads want to run than there are cores, and a spinning worker is one
+    more, which takes its share of the cores from the caller too. Below zero, the caller runs everything itself for _backoff seconds,
     doubled each time it happens again (up to BACKOFF_MAX_S), and BACKOFF_S again after TRUSTED_S
     seconds without one; meanwhile the workers stop spinning and sleep. A block taken back
     from a worker that was not spinning (asleep, or on its way back to its spin loop, which
@@ -489,7 +490,7 @@ def _judge(missed, own, wait, waited):
     global _account, _backoff, _solo_until
     if waited and wait > 1.5 * own + LATE_S:
         _stats["late"] += 1
-    _account = min(_account + (own - wait if waited else 0.0) - 0.5 * own * missed, ACCOUNT_S)
+    _account = min(_account + (own - wait if waited else 0.0) - MISS_S * missed, ACCOUNT_S)
     if _account < 0:
         now = time.perf_counter()
         if now - _solo_ended > TRUSTED_S:
