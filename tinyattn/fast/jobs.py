@@ -20,11 +20,14 @@ pool knows its clients only through the runners they registered.
     jobs[at + 1 ...]    the block's arguments, written by the client's `post` function
 
 Also here, because both sides of the pool need them: the atomic load and store through which
-the caller and a worker see each other's counters, and the CPU's spin-wait hint.
+the caller and a worker see each other's counters, the CPU's spin-wait hint, and where a thread
+runs (`getcpu`, `move_off`).
 
 Compiled only: interpreted (``NUMBA_DISABLE_JIT=1``) nothing spins, and a worker runs every
 block as a Python call. Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
+import ctypes
+import os
 import platform
 
 from llvmlite import ir
@@ -36,7 +39,7 @@ from .buffers import address
 from .jit import kernel
 
 __all__ = ["register", "entry", "serve", "load_acquire", "store_release", "compare_and_swap",
-           "cpu_relax"]
+           "cpu_relax", "getcpu", "move_off"]
 
 
 # --------------------------------------------------------------------------- atomics and the hint
@@ -100,6 +103,34 @@ def _call_runner(typingctx, entry_address, words):
         builder.call(builder.inttoptr(args[0], fnty.as_pointer()), [args[1]])
         return context.get_dummy_value()
     return types.void(types.int64, types.int64), codegen
+
+
+# --------------------------------------------------------------------------- where a worker runs
+
+def _cpu_getter():
+    try:
+        getcpu = ctypes.CDLL(None, use_errno=True).sched_getcpu
+        getcpu.restype = ctypes.c_int
+        return getcpu if getcpu() >= 0 and hasattr(os, "sched_setaffinity") else None
+    except (OSError, AttributeError):
+        return None
+
+
+getcpu = _cpu_getter()      # the CPU the calling thread is on (glibc's sched_getcpu), or None
+
+
+def move_off(cpu):
+    """Move the calling thread to a CPU other than `cpu` it may use, then let it run anywhere
+    again. A worker started or woken by the caller tends to land on the caller's CPU, where the
+    two spinning threads take turns instead of running together, and the scheduler may leave
+    them so for a long while; a busy machine's scheduler still moves it where it likes."""
+    try:
+        allowed = os.sched_getaffinity(0)
+        if cpu in allowed and len(allowed) > 1:
+            os.sched_setaffinity(0, allowed - {cpu})
+            os.sched_setaffinity(0, allowed)
+    except OSError:
+        pass
 
 
 # --------------------------------------------------------------------------- the registry

@@ -61,7 +61,6 @@ calling thread alone, until then. At most ``MAX_THREADS`` run (the workers are r
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 
-import ctypes
 import os
 import threading
 import time
@@ -220,32 +219,6 @@ def _calibrate():
     _handoff = int(per_us * HANDOFF_US)
 
 
-def _cpu_getter():
-    try:
-        getcpu = ctypes.CDLL(None, use_errno=True).sched_getcpu
-        getcpu.restype = ctypes.c_int
-        return getcpu if getcpu() >= 0 and hasattr(os, "sched_setaffinity") else None
-    except (OSError, AttributeError):
-        return None
-
-
-_getcpu = _cpu_getter()     # the CPU the calling thread is on (glibc's sched_getcpu), or None
-
-
-def _move_off(cpu):
-    """Move the calling thread to a CPU other than `cpu` it may use, then let it run anywhere
-    again. A worker started or woken by the caller tends to land on the caller's CPU, where the
-    two spinning threads take turns instead of running together, and the scheduler may leave
-    them so for a long while; a busy machine's scheduler still moves it where it likes."""
-    try:
-        allowed = os.sched_getaffinity(0)
-        if cpu in allowed and len(allowed) > 1:
-            os.sched_setaffinity(0, allowed - {cpu})
-            os.sched_setaffinity(0, allowed)
-    except OSError:
-        pass
-
-
 def num_threads():
     """How many threads (the caller included) :func:`parallel_for` uses."""
     return _num_threads
@@ -265,7 +238,7 @@ class _Worker:
         self._job = None
         self._error = None
         self._sleeping = False              # the worker sleeps on _wake
-        self._caller_cpu = _getcpu() if _getcpu else -1     # where the waking caller was
+        self._caller_cpu = jobs.getcpu() if jobs.getcpu else -1   # where the caller was
         self._wake = threading.Event()
         self._finished = threading.Event()  # the caller sleeps on it (flag SLEEPING)
         self._thread = threading.Thread(target=self._loop, name=f"tinyattn-{index}", daemon=True)
@@ -274,7 +247,7 @@ class _Worker:
     def _loop(self):
         w = self._w
         if self._caller_cpu >= 0:
-            _move_off(self._caller_cpu)
+            jobs.move_off(self._caller_cpu)
         while True:
             # Spins; claims jobs and runs the compiled ones itself (jobs.py); returns for a
             # claimed Python job.
@@ -291,7 +264,7 @@ class _Worker:
                 if _flags[w + GO] <= _flags[w + SEEN]:
                     self._wake.wait()
                     if self._caller_cpu >= 0:
-                        _move_off(self._caller_cpu)
+                        jobs.move_off(self._caller_cpu)
                 self._sleeping = False
                 continue
             job = self._job
@@ -321,8 +294,8 @@ class _Worker:
         else:       # (a Python job is read holding the GIL, which orders it)
             _flags[self._w + GO] = self._seq
         if self._sleeping:
-            if _getcpu:
-                self._caller_cpu = _getcpu()
+            if jobs.getcpu:
+                self._caller_cpu = jobs.getcpu()
             self._wake.set()
 
     def offer(self, fn, start, stop, job=None):
@@ -482,11 +455,12 @@ def _judge(missed, own, wait, waited):
     (a busy machine) loses milliseconds. A block taken back from a spinning worker (one with a
     core claims it within a microsecond: this one was waiting for a core) saved nothing and
     costs MISS_S: more threads want to run than there are cores, and a spinning worker is one
-    more, which takes its share of the cores from the caller too. Below zero, the caller runs everything itself for _backoff seconds,
-    doubled each time it happens again (up to BACKOFF_MAX_S), and BACKOFF_S again after TRUSTED_S
-    seconds without one; meanwhile the workers stop spinning and sleep. A block taken back
-    from a worker that was not spinning (asleep, or on its way back to its spin loop, which
-    needs the GIL) counts for nothing: that follows a pause, not a busy machine."""
+    more, which takes its share of the cores from the caller too. Below zero, the caller runs
+    everything itself for _backoff seconds, doubled each time it happens again (up to
+    BACKOFF_MAX_S), and BACKOFF_S again after TRUSTED_S seconds without one; meanwhile the
+    workers stop spinning and sleep. A block taken back from a worker that was not spinning
+    (asleep, or on its way back to its spin loop, which needs the GIL) counts for nothing: that
+    follows a pause, not a busy machine."""
     global _account, _backoff, _solo_until
     if waited and wait > 1.5 * own + LATE_S:
         _stats["late"] += 1
