@@ -6,7 +6,9 @@ Each demo script is `python demos/NAME.py [--quick] [--seed N] [--out DIR]`:
 - `--out`    where pictures (*.svg), metrics.json and a checkpoint go (default runs/NAME/).
 
 The progress bar redraws one line per epoch on a terminal (loss, accuracy, examples/s, ETA) and
-prints one plain line per epoch when the output is a file or a pipe, so logs stay readable.
+prints one plain line per epoch when the output is a file or a pipe, so logs stay readable. If
+training falls far below its own best speed of this run (a busy machine), it says so once and
+what to try (`Slowdown`).
 """
 import argparse
 import json
@@ -49,6 +51,42 @@ def _clock(seconds):
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
 
 
+class Slowdown:
+    """Notices when training runs far slower than it already did in this run: examples per second
+    over windows of at least WINDOW_S seconds, against the best window so far of the same kind of
+    progress line (the first word of its description: "epoch", "steps", ...). Below a FACTOR-th of
+    it, prints once (per run) what is going on and what to try."""
+
+    WINDOW_S = 3.0
+    FACTOR = 4.0
+    best = {}           # kind -> the best examples/s of a window
+    warned = False
+
+    def __init__(self, kind, stream, clock=None):
+        self.kind, self.stream, self.clock = kind, stream, clock or time.perf_counter
+        self.t0, self.n0 = self.clock(), 0
+
+    def update(self, done):
+        now = self.clock()
+        if now - self.t0 < self.WINDOW_S:
+            return False
+        rate = (done - self.n0) / (now - self.t0)
+        self.t0, self.n0 = now, done
+        best = Slowdown.best.get(self.kind, 0.0)
+        Slowdown.best[self.kind] = max(best, rate)
+        if Slowdown.warned or rate * self.FACTOR >= best:
+            return False
+        Slowdown.warned = True
+        import tinyattn as ta
+        advice = ("close other programs, or run on one thread: TINYATTN_NUM_THREADS=1 python "
+                  f"{' '.join(sys.argv)}" if ta.get_num_threads() > 1 else "close other programs")
+        self.stream.write(f"\nnote: training slowed to {rate:,.0f} ex/s from {best:,.0f} ex/s "
+                          f"earlier in this run; the machine is probably busy with other work. "
+                          f"To speed it up: {advice} (README: Quick start).\n")
+        self.stream.flush()
+        return True
+
+
 class Progress:
     """One epoch's progress: `bar.update(n_examples, loss=..., acc=...)` after each batch.
 
@@ -64,6 +102,7 @@ class Progress:
         self.weights = 0
         self.start = time.perf_counter()
         self.last_draw = 0.0
+        self.slowdown = Slowdown((desc.split() or ["-"])[0], self.stream)
 
     def __enter__(self):
         return self
@@ -77,6 +116,7 @@ class Progress:
         for k, v in metrics.items():
             self.sums[k] = self.sums.get(k, 0.0) + float(v) * n
         self.weights += n
+        self.slowdown.update(self.done)
         now = time.perf_counter()
         if self.live and (now - self.last_draw > 0.1 or self.done >= self.total):
             self.last_draw = now

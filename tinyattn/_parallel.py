@@ -1,8 +1,9 @@
 """`set_num_threads` and `get_num_threads`, PyTorch's names for how many threads the kernels that
 split their work use (matmul, softmax, the fused attention, ...), the calling thread included.
 The count is kept by tinyattn/backend.py, which hands it to the fast backend's thread pool; its
-default is the machine's CPU count (at most 8), or ``TINYATTN_NUM_THREADS``. The reference
-backend runs on the calling thread alone."""
+default is ``TINYATTN_NUM_THREADS``, or the CPUs this process may use (its affinity and cgroup
+CPU quota, backend.usable_cpus; at most 8). The reference backend runs on the calling thread
+alone."""
 from . import backend
 
 __all__ = ["get_num_threads", "set_num_threads"]

@@ -83,24 +83,71 @@ def _bind(name):
 # ---------------------------------------------------------------------------- threads
 
 _POOL = "tinyattn.fast.threads"
-# By default every CPU, but at most the 8 the fast backend's pool holds; more than that would
-# need a finer split than its one block per thread to stay balanced.
+# By default every CPU this process may use, but at most the 8 the fast backend's pool holds;
+# more than that would need a finer split than its one block per thread to stay balanced.
 _DEFAULT_MAX_THREADS = 8
 _num_threads = None     # set_num_threads' count; None: the default
+_usable = None          # usable_cpus(), read once
+# The cgroup CPU quota (a container's `--cpus`): version 2's file, version 1's two files.
+CGROUP_CPU_MAX = "/sys/fs/cgroup/cpu.max"
+CGROUP_V1_QUOTA = ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us")
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read().split()
+    except OSError:
+        return []
+
+
+def cgroup_cpu_quota():
+    """The CPUs' worth of time per period the cgroup allows this process (quota / period), or
+    None without a limit: cgroup v2's cpu.max ("max 100000" or "150000 100000"), else v1's
+    cfs_quota_us / cfs_period_us (-1: no limit)."""
+    try:
+        words = _read(CGROUP_CPU_MAX)
+        if len(words) == 2:
+            return None if words[0] == "max" else int(words[0]) / int(words[1])
+        quota, period = (_read(path) for path in CGROUP_V1_QUOTA)
+        if quota and period and int(quota[0]) > 0 and int(period[0]) > 0:
+            return int(quota[0]) / int(period[0])
+    except ValueError:
+        pass
+    return None
+
+
+def usable_cpus():
+    """How many CPUs this process may use: those its affinity allows (`taskset`, a container's
+    cpuset; ``os.cpu_count()`` counts the machine's), and no more than whole CPUs of its cgroup
+    quota (a quota of 1.5 CPUs gives 1: a second thread would be throttled part of each period,
+    and the thread waiting for it with it)."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):   # (not every system has it)
+        n = os.cpu_count() or 1
+    quota = cgroup_cpu_quota()
+    if quota is not None:
+        n = min(n, int(quota))
+    return max(1, n)
 
 
 def _default_num_threads():
+    global _usable
     env = os.environ.get("TINYATTN_NUM_THREADS", "").strip()
     if env:
         if not env.lstrip("+-").isdigit():
             raise ValueError(f"TINYATTN_NUM_THREADS must be a positive integer, got {env!r}")
         return max(1, int(env))
-    return max(1, min(os.cpu_count() or 1, _DEFAULT_MAX_THREADS))
+    if _usable is None:
+        _usable = usable_cpus()
+    return min(_usable, _DEFAULT_MAX_THREADS)
 
 
 def num_threads():
     """How many threads the fast kernels use, the calling thread included: what
-    `set_num_threads` was given, else the CPU count (at most 8) or ``TINYATTN_NUM_THREADS``.
+    `set_num_threads` was given, else ``TINYATTN_NUM_THREADS`` or the CPUs this process may use
+    (`usable_cpus`, at most 8).
     (The reference kernels run on the calling thread alone.)"""
     return _num_threads if _num_threads is not None else _default_num_threads()
 

@@ -259,6 +259,7 @@ def _keep_the_worker_spinning(monkeypatch):
     (almost) for ever, from the job below on."""
     threads._get_workers()
     monkeypatch.setattr(threads, "_spins", 1 << 60)
+    monkeypatch.setattr(threads, "_adaptive", False)    # and the caller leaves it its block
     threads.parallel_for(lambda start, stop: None, 2)
 
 
@@ -319,7 +320,7 @@ def test_worker_wakes_a_caller_that_sleeps_through_its_compiled_job(monkeypatch)
             B = Operand("f", 1, 1, K, N, rng)
             check_bmm("f", 1, 1, M, N, K, A, B)
         w = threads._workers[0]
-        assert threads._flags[w._done_i] == w._seq and threads._flags[w._done_i + 1] == 0
+        assert threads._flags[w._w + jobs.DONE] == w._seq and threads._flags[w._w + jobs.SLEEPING] == 0
     finally:
         threads.set_num_threads(old)
 

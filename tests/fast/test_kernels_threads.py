@@ -18,9 +18,12 @@ from tinyattn.fast.jit import kernel
 
 
 @pytest.fixture
-def two_threads():
+def two_threads(monkeypatch):
+    """Two threads, and a caller that waits for the worker instead of taking its block back
+    (threads._adaptive): these tests check what the worker does with its block."""
     old = threads.num_threads()
     threads.set_num_threads(2)
+    monkeypatch.setattr(threads, "_adaptive", False)
     yield
     threads.set_num_threads(old)
 
@@ -139,7 +142,7 @@ def test_jobs_after_the_workers_fell_asleep(two_threads):
     threads.parallel_for(lambda a, b: (time.sleep(0.01 if a else 0), slow.append(a)), 2)
     assert sorted(slow) == [0, 1]
     for w in threads._workers:
-        assert threads._flags[w._done_i] == w._seq     # every job reported done
+        assert threads._flags[w._w + jobs.DONE] == w._seq     # every job reported done
 
 
 def _child(code, **env):
@@ -190,8 +193,9 @@ def test_workers_keep_no_reference_to_a_finished_job(two_threads):
     assert ref() is None
 
 
-def test_torch_names_set_and_get_the_thread_count():
+def test_torch_names_set_and_get_the_thread_count(monkeypatch):
     import tinyattn as ta
+    monkeypatch.setattr(threads, "_adaptive", False)   # (the worker runs its block)
     from tinyattn import backend
     old = backend._num_threads
     try:
@@ -269,7 +273,7 @@ def _post_mark(words, at, worker, start, stop, out_address):
 @pytest.mark.skipif(numba.config.DISABLE_JIT, reason="compiled jobs: compiled mode only")
 def test_a_registered_runner_runs_in_the_worker_without_python(two_threads, monkeypatch):
     kind = jobs.register(_mark)
-    threads._get_workers()
+    threads._get_workers()      # (two_threads: the caller leaves the worker its block)
     monkeypatch.setattr(threads, "_spins", 1 << 60)     # the worker must be spinning, not asleep
     threads.parallel_for(lambda a, b: None, 2)
     out, python_blocks = array("q", [0] * 4), []
@@ -349,3 +353,40 @@ def test_run_two_runs_both_once_and_reraises(two_threads):
     threads.parallel_for(lambda a, b: threads.run_two(
         lambda *_: inner.append((a, "first")), lambda *_: inner.append((a, "second"))), 2)
     assert sorted(inner) == [(0, "first"), (0, "second"), (1, "first"), (1, "second")]
+
+
+@pytest.mark.parametrize("v2,v1,want", [
+    ("max 100000", None, None),                         # v2, no limit
+    ("150000 100000", None, 1.5),                       # v2: docker --cpus 1.5
+    (None, ("200000", "100000"), 2.0),                  # v1 quota / period
+    (None, ("-1", "100000"), None),                     # v1, no limit
+    (None, None, None)])                                # no cgroup files at all
+def test_cgroup_cpu_quota_is_read_from_either_version(tmp_path, monkeypatch, v2, v1, want):
+    from tinyattn import backend
+    paths = [tmp_path / "cpu.max", tmp_path / "quota", tmp_path / "period"]
+    for path, text in zip(paths, [v2] + list(v1 or (None, None))):
+        if text is not None:
+            path.write_text(text + "\n")
+    monkeypatch.setattr(backend, "CGROUP_CPU_MAX", str(paths[0]))
+    monkeypatch.setattr(backend, "CGROUP_V1_QUOTA", (str(paths[1]), str(paths[2])))
+    assert backend.cgroup_cpu_quota() == want
+
+
+def test_the_default_thread_count_is_what_the_process_may_use(monkeypatch):
+    """Affinity (taskset) and whole CPUs of the cgroup quota, not the machine's CPU count."""
+    from tinyattn import backend
+    monkeypatch.setattr(backend.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(backend, "cgroup_cpu_quota", lambda: None)
+    assert backend.usable_cpus() == 4
+    monkeypatch.setattr(backend, "cgroup_cpu_quota", lambda: 1.5)
+    assert backend.usable_cpus() == 1
+    monkeypatch.setattr(backend, "cgroup_cpu_quota", lambda: 0.5)   # still one thread
+    assert backend.usable_cpus() == 1
+    monkeypatch.setattr(backend, "cgroup_cpu_quota", lambda: 3.0)
+    monkeypatch.setattr(backend.os, "sched_getaffinity", lambda pid: {5}, raising=False)
+    assert backend.usable_cpus() == 1
+    monkeypatch.setattr(backend, "_usable", 3)
+    monkeypatch.delenv("TINYATTN_NUM_THREADS", raising=False)
+    assert backend._default_num_threads() == 3
+    monkeypatch.setenv("TINYATTN_NUM_THREADS", "2")                # the variable still wins
+    assert backend._default_num_threads() == 2

@@ -20,11 +20,14 @@ pool knows its clients only through the runners they registered.
     jobs[at + 1 ...]    the block's arguments, written by the client's `post` function
 
 Also here, because both sides of the pool need them: the atomic load and store through which
-the caller and a worker see each other's counters, and the CPU's spin-wait hint.
+the caller and a worker see each other's counters, the CPU's spin-wait hint, and where a thread
+runs (`getcpu`, `move_off`).
 
 Compiled only: interpreted (``NUMBA_DISABLE_JIT=1``) nothing spins, and a worker runs every
 block as a Python call. Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
+import ctypes
+import os
 import platform
 
 from llvmlite import ir
@@ -35,7 +38,8 @@ from numba.extending import intrinsic
 from .buffers import address
 from .jit import kernel
 
-__all__ = ["register", "entry", "serve", "load_acquire", "store_release", "cpu_relax"]
+__all__ = ["register", "entry", "serve", "load_acquire", "store_release", "compare_and_swap",
+           "cpu_relax", "getcpu", "move_off"]
 
 
 # --------------------------------------------------------------------------- atomics and the hint
@@ -63,6 +67,17 @@ def store_release(typingctx, buf, i, value):
     return types.void(buf, i, value), codegen
 
 
+@intrinsic
+def compare_and_swap(typingctx, buf, i, expected, new):
+    """If buf[i] == expected, buf[i] = new, as one atomic step; True if it did. Two threads that
+    both try to take the same block this way cannot both succeed (threads.py: the claim)."""
+    def codegen(context, builder, sig, args):
+        ptr = _item_pointer(context, builder, sig, args)
+        pair = builder.cmpxchg(ptr, args[2], args[3], "seq_cst", "seq_cst")
+        return builder.extract_value(pair, 1)
+    return types.boolean(buf, i, expected, new), codegen
+
+
 _PAUSE = platform.machine().lower() in ("x86_64", "amd64")
 
 
@@ -88,6 +103,34 @@ def _call_runner(typingctx, entry_address, words):
         builder.call(builder.inttoptr(args[0], fnty.as_pointer()), [args[1]])
         return context.get_dummy_value()
     return types.void(types.int64, types.int64), codegen
+
+
+# --------------------------------------------------------------------------- where a worker runs
+
+def _cpu_getter():
+    try:
+        getcpu = ctypes.CDLL(None, use_errno=True).sched_getcpu
+        getcpu.restype = ctypes.c_int
+        return getcpu if getcpu() >= 0 and hasattr(os, "sched_setaffinity") else None
+    except (OSError, AttributeError):
+        return None
+
+
+getcpu = _cpu_getter()      # the CPU the calling thread is on (glibc's sched_getcpu), or None
+
+
+def move_off(cpu):
+    """Move the calling thread to a CPU other than `cpu` it may use, then let it run anywhere
+    again. A worker started or woken by the caller tends to land on the caller's CPU, where the
+    two spinning threads take turns instead of running together, and the scheduler may leave
+    them so for a long while; a busy machine's scheduler still moves it where it likes."""
+    try:
+        allowed = os.sched_getaffinity(0)
+        if cpu in allowed and len(allowed) > 1:
+            os.sched_setaffinity(0, allowed - {cpu})
+            os.sched_setaffinity(0, allowed)
+    except OSError:
+        pass
 
 
 # --------------------------------------------------------------------------- the registry
@@ -126,33 +169,54 @@ def entry(kind):
 
 # --------------------------------------------------------------------------- the spin loop
 
-@kernel
-def serve(flags, done_i, done, go_i, turns, handoff, jobs, at):
-    """A worker between jobs, without the GIL: publish flags[done_i] = done, then spin (at most
-    `turns` turns each time) for job numbers above it in flags[go_i]. A compiled job (jobs[at] !=
-    0) runs here, and its number is published in flags[done_i]; the first Python job ends the loop.
+# A worker's words in threads.py's `_flags`, from its first one: GO and CLAIM on one cache line
+# (the caller writes GO, both sides CLAIM), the rest on the next (the worker writes them).
+GO, CLAIM, DONE, SLEEPING, SEEN, RAN, SPINNING = 0, 1, 8, 9, 10, 11, 12
+WORDS = 16
 
-    Returns the number of a Python job (after `handoff` more turns: time for the caller to drop
-    the GIL), -1 if no job came in `turns` turns (the worker goes to sleep), or -2 after a
-    compiled job if the caller sleeps (flags[done_i + 1] != 0: the worker wakes it)."""
-    store_release(flags, done_i, done)
-    seen = done
+@kernel
+def serve(flags, w, turns, handoff, jobs, at):
+    """A worker between jobs, without the GIL. Its words in `flags` start at `w` (threads.py):
+    w + GO the caller's last job number, w + CLAIM the last one taken (by either side), w + DONE
+    the last one this worker finished, w + SLEEPING whether the caller sleeps waiting for it,
+    w + SEEN the last job number this loop saw, w + RAN how many jobs it ran, w + SPINNING 1
+    while this loop runs (a job it did not claim then went to a worker without a core).
+
+    Spins (at most `turns` turns each time) for a job number above SEEN in GO and claims it with
+    compare_and_swap(CLAIM: go - 1 -> go): if the caller took that job back first, the claim
+    fails and the loop spins on. A claimed compiled job (jobs[at] != 0) runs here and its number
+    is published in DONE; a claimed Python job ends the loop.
+
+    Returns the number of a claimed Python job (after `handoff` more turns: time for the caller
+    to drop the GIL), -1 if no job came in `turns` turns (the worker goes to sleep), or -2 after
+    a compiled job if the caller sleeps (the worker wakes it)."""
+    seen = flags[w + SEEN]
+    flags[w + SPINNING] = 1
     while True:
         go = seen
         for _ in range(turns):
-            go = load_acquire(flags, go_i)
+            go = load_acquire(flags, w + GO)
             if go > seen:
                 break
             cpu_relax()
         if go <= seen:
+            flags[w + SEEN] = seen
+            flags[w + SPINNING] = 0
             return -1
+        seen = go
+        if not compare_and_swap(flags, w + CLAIM, go - 1, go):
+            continue                    # the caller took this job back: wait for the next
+        flags[w + RAN] += 1
         runner = jobs[at]
         if runner == 0:
+            flags[w + SEEN] = seen
             for _ in range(handoff):
                 cpu_relax()
+            flags[w + SPINNING] = 0
             return go
         _call_runner(runner, address(jobs, at))
-        seen = go
-        store_release(flags, done_i, seen)
-        if load_acquire(flags, done_i + 1) != 0:
+        store_release(flags, w + DONE, go)
+        if load_acquire(flags, w + SLEEPING) != 0:
+            flags[w + SEEN] = seen
+            flags[w + SPINNING] = 0
             return -2
