@@ -6,6 +6,8 @@ the cheap way to call a kernel from the hot paths of the op library.
   ``1/0`` give ``inf`` instead of a Python exception (and lets LLVM vectorise divisions).
 - `vector_kernel`: a kernel whose sums LLVM may reorder into vector registers (softmax, norms).
 - `inline`: a small scalar helper that numba pastes into the kernel calling it (no call overhead).
+- `vector_inline`: a `vector_kernel` helper numba pastes into the kernel calling it;
+  `llvm_inline` with `inline_by_llvm()`: one that LLVM pastes there (quicker to compile).
 - `out_of_line()`: the opposite, called inside a kernel: LLVM may not paste it into its callers.
 - `aligned_loop()`: called first in a loop's body: LLVM starts that loop at a 64-byte boundary.
 
@@ -15,20 +17,23 @@ interpreted, slowly, which is how the test-suite checks the compiled code agains
 A kernel defined where numba has no file to cache it next to (the interactive interpreter,
 ``exec()`` of a string, as the tour's snippets are run) is compiled without the disk cache.
 
-While kernels compile (the first run on a machine, or after a kernel changed), a one-line message
-says so on stderr: compiling what a demo needs takes many seconds, and a silent pause looks like a
-hang. Compiled code is cached on disk (``__pycache__``, or ``NUMBA_CACHE_DIR``), so later runs load
-it. The first compile also calls `on_first_compile`, which tinyattn/fast/__init__.py sets to
-ahead.py's `start` (a second process compiles what a training step will need meanwhile); saves to
-the cache hold a file lock, so that two processes can share it (`reuse` extends the lock to the
-reference kernels that the fast backend calls as they are).
+While kernels compile (the first run on a machine, a program using a kernel no earlier one
+needed, or after a kernel changed), a line on stderr says so and, at exit, another how many
+compiled in how long: compiling what a demo needs takes many seconds, and a silent pause looks
+like a hang. Compiled code is cached on disk (``__pycache__``, or ``NUMBA_CACHE_DIR``), so later
+runs load it. The first compile also calls `on_first_compile`, which tinyattn/fast/__init__.py
+sets to ahead.py's `start` (a second process compiles what a training step will need meanwhile);
+saves to the cache hold a file lock, so that two processes can share it (`reuse` extends the
+lock to the reference kernels that the fast backend calls as they are).
 
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 import array
+import atexit
 import contextlib
 import os
 import sys
+import time
 
 import numba
 from llvmlite import ir
@@ -165,6 +170,40 @@ def vector_inline(fn):
     """A `vector_kernel` helper inlined into its caller: for loops over short rows (softmax's 64
     keys), where the call itself (passing each row's view) costs as much as the loop."""
     return _njit(fn, inline="always", error_model="numpy", fastmath={"reassoc", "contract"})
+
+
+def llvm_inline(fn):
+    """A `vector_inline` helper that LLVM, not numba, pastes into its callers; its body starts
+    with `inline_by_llvm()`.
+
+    Why: numba's ``inline="always"`` pastes the helper's source into the caller before typing,
+    so it types, lowers and hands to LLVM the helper's whole body again at each call site, every
+    branch of it, also those on flags that are constants in the caller. softmax's row kernel
+    calls its helpers at five places each: 5-6 s of compiling for one kernel, a third of a first
+    training step's wait. Compiled as a function of its own, the helper is typed and lowered
+    once per argument types; LLVM inlines it at each call (``alwaysinline``) and folds the
+    branches on the caller's constants. The loops come out as fast for `_row_max` and
+    `_normalise`, not for `_exp_sum`'s exp-and-sum (benchmarks/RESULTS.md, llvm_inline)."""
+    return _njit(fn, nogil=True, error_model="numpy", fastmath={"reassoc", "contract"})
+
+
+def inline_by_llvm():
+    """Called first in a compiled function: LLVM inlines that function into every caller (an
+    `llvm_inline` helper). A no-op when run interpreted."""
+
+
+@overload(inline_by_llvm, inline="always")   # the intrinsic must land in the function itself
+def _inline_by_llvm_jit():
+    return lambda: _alwaysinline()
+
+
+@intrinsic
+def _alwaysinline(typingctx):
+    def codegen(context, builder, sig, args):
+        builder.function.attributes.add("alwaysinline")
+        return context.get_dummy_value()
+
+    return types.none(), codegen
 
 
 def out_of_line():
@@ -373,35 +412,55 @@ class _FirstCall:
 
 # --------------------------------------------------------------------------- the compile message
 
-_said = False
-
 # Called (with no arguments) the first time numba compiles a kernel of tinyattn's in this process:
-# tinyattn/fast/__init__.py sets it to ahead.start, which starts the compile-ahead process.
+# tinyattn/fast/__init__.py sets it to ahead.start, which starts the compile-ahead process and
+# returns it (None where it does not start).
 on_first_compile = None
 
 
 class _CompileMessage(_event.Listener):
-    """Prints one line the first time numba compiles anything of tinyattn's in this process (a
-    kernel found in the disk cache is loaded, not compiled, and says nothing), and calls
-    `on_first_compile` then."""
+    """Says on stderr what this process waits for while numba compiles tinyattn's kernels: one
+    line at the first compile (which kernel; that the machine code is cached), and, at exit, how
+    many it compiled and in how long. A process that only loads machine code from the disk cache
+    says nothing: the message appears whenever something compiles, which is a first run, but
+    also a later program using a kernel no earlier run needed, or a run after a kernel changed.
+    The first compile also calls `on_first_compile`."""
+
+    def __init__(self):
+        self.count, self.seconds, self.start, self.said = 0, 0.0, 0.0, False
+        self.open = []      # per compile under way: is it a kernel of ours, compiled at the top?
 
     def on_start(self, event):
-        global _said
-        if _said:
-            return
+        self.open.append(not self.open and self._begin(event))
+
+    def _begin(self, event):
         disp = event.data.get("dispatcher") if isinstance(event.data, dict) else None
-        module = getattr(getattr(disp, "py_func", None), "__module__", "") or ""
-        if module.startswith("tinyattn"):
-            _said = True
-            if on_first_compile is not None:
-                on_first_compile()
+        fn = getattr(disp, "py_func", None)
+        module = getattr(fn, "__module__", "") or ""
+        if not module.startswith("tinyattn"):
+            return False
+        self.start = time.perf_counter()
+        if not self.said:
+            self.said = True
+            helper = on_first_compile() if on_first_compile is not None else None
             if os.environ.get("TINYATTN_QUIET_COMPILE") != "1":
-                print("tinyattn: compiling numba kernels for this machine (first run only, about "
-                      "10-25 s; the machine code is cached for the next runs) ...",
-                      file=sys.stderr, flush=True)
+                name = f"{module.rsplit('.', 1)[-1]}.{fn.__name__}"
+                helps = "; a second process helps" if helper is not None else ""
+                print(f"tinyattn: compiling numba kernels for this CPU, first {name} (0.1-5 s "
+                      f"each; a training step needs a few dozen{helps}). The machine code is "
+                      f"cached on disk: later runs load it ...", file=sys.stderr, flush=True)
+                atexit.register(self.summary)
+        return True
 
     def on_end(self, event):
-        pass
+        if self.open.pop():
+            self.count += 1
+            self.seconds += time.perf_counter() - self.start
+
+    def summary(self):
+        print(f"tinyattn: compiled {self.count} kernel{'s' if self.count != 1 else ''} in "
+              f"{self.seconds:.1f} s; later runs load them from the cache", file=sys.stderr,
+              flush=True)
 
 
 if not numba.config.DISABLE_JIT:
