@@ -4,7 +4,8 @@ Each demo script is `python demos/NAME.py [--quick] [--seed N] [--out DIR] [--re
 - `--quick`  a small version (under a minute) that the test suite runs as a smoke test;
 - `--seed`   the same seed gives the same numbers;
 - `--out`    where pictures (*.svg), metrics.json and a checkpoint go (default runs/NAME/);
-- `--resume` continue the training that Ctrl-C stopped (`Training`, below).
+- `--resume` continue the training that Ctrl-C stopped (the demos that train through `Training`,
+  below; in the others Ctrl-C stops with one line and saves nothing).
 
 The progress bar redraws one line per epoch on a terminal (loss, accuracy, examples/s, ETA) and
 prints one plain line per epoch when the output is a file or a pipe, so logs stay readable.
@@ -24,8 +25,9 @@ if str(ROOT) not in sys.path:  # `python demos/x.py` from a checkout, without in
     sys.path.insert(0, str(ROOT))
 
 
-def parser(name, description):
-    """An ArgumentParser with the flags every demo has; add demo-specific ones to it."""
+def parser(name, description, resumable=False):
+    """An ArgumentParser with the flags every demo has; add demo-specific ones to it.
+    `resumable`: the demo trains through `Training`, and takes `--resume`."""
     p = argparse.ArgumentParser(prog=f"demos/{name}.py", description=description,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true",
@@ -34,6 +36,8 @@ def parser(name, description):
     p.add_argument("--out", type=Path, default=None,
                    help=f"output directory for pictures, metrics.json and the checkpoint "
                         f"(default runs/{name}/)")
+    if not resumable:
+        return p
     p.add_argument("--resume", type=Path, nargs="?", const=True, default=None,
                    metavar="PATH",
                    help=f"continue the training that Ctrl-C stopped, from the checkpoint it "
@@ -187,7 +191,7 @@ class Training:
         self._order = self._bar = self._bar_saved = self._old_handler = None
         self._next = 0
         self._stop = False
-        if args.resume is not None:
+        if getattr(args, "resume", None) is not None:
             self.load(self.path if args.resume is True else Path(args.resume))
 
     # ------------------------------------------------------------------ the loop

@@ -347,7 +347,7 @@ def draw_attention(model, seq, out):
 
 
 def parse_args(argv):
-    parser = common.parser("transformer", __doc__)
+    parser = common.parser("transformer", __doc__, resumable=True)
     parser.add_argument("--epochs", type=int, default=None,
                         help=f"training epochs (default {Config.epochs}, --quick "
                              f"{QUICK['epochs']})")

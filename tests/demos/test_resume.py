@@ -4,6 +4,7 @@ numbers as a run never stopped (demos/common.py, `Training`).
 The interruption is the test hook TINYATTN_DEMO_INTERRUPT_AT=N: at the end of training step N the
 demo sends itself the SIGINT of a Ctrl-C, which takes the path of a key press."""
 import json
+import os
 import pathlib
 import random
 import runpy
@@ -74,15 +75,19 @@ def test_resume_refuses_a_checkpoint_of_other_settings(tmp_path, monkeypatch):
     common = common_module()
     model = ta.nn.Linear(2, 2)
     opt = ta.optim.SGD(model.parameters(), lr=0.1)
-    args = common.parser("x", "").parse_args(["--seed", "1"])
+    args = common.parser("x", "", resumable=True).parse_args(["--seed", "1"])
     run = common.Training(args, tmp_path, model=model, optimizer=opt)
     run.save()
-    args = common.parser("x", "").parse_args(["--seed", "2", "--resume"])
+    args = common.parser("x", "", resumable=True).parse_args(["--seed", "2", "--resume"])
     with pytest.raises(SystemExit, match=r"other settings \(seed\)"):
         common.Training(args, tmp_path, model=model, optimizer=opt)
-    args = common.parser("x", "").parse_args(["--seed", "2", "--resume", str(tmp_path / "no")])
+    args = common.parser("x", "", resumable=True).parse_args(
+        ["--seed", "2", "--resume", str(tmp_path / "no")])
     with pytest.raises(SystemExit, match="no checkpoint at"):
         common.Training(args, tmp_path, model=model, optimizer=opt)
+    # a demo that does not train through Training has no --resume to ignore silently
+    with pytest.raises(SystemExit):
+        common.parser("x", "").parse_args(["--resume"])
 
 
 @pytest.mark.parametrize("stop_after, where", [(2, "epoch 2, step 3"),   # mid-epoch
@@ -120,7 +125,7 @@ def test_checkpoint_restores_every_random_stream_and_the_epoch_position(stop_aft
                 losses.append(bar.means()["loss"])
         return losses, model.weight.tolist(), gen.get_state(), rng.random()
 
-    parse = common.parser("x", "").parse_args
+    parse = common.parser("x", "", resumable=True).parse_args
     straight = train(parse([]))
     with pytest.raises(common.Stopped, match=f"{where} saved"):
         train(parse([]), stop_after=stop_after)
@@ -139,7 +144,8 @@ def test_ctrl_c_prints_one_line_and_saves(tmp_path):
             "            for i in run.batches(4, 1):\n"
             "                run.step_done()\n"
             "common.run(main)\n")
-    env = {**__import__("os").environ, common_module().INTERRUPT_AT: "6"}
+    env = {**os.environ, common_module().INTERRUPT_AT: "6",
+           "TINYATTN_QUIET_COMPILE": "1"}     # stderr holds only the demo's own words
     done = subprocess.run([sys.executable, "-c", code, str(DEMOS), str(tmp_path)], env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 130, done.stderr
