@@ -6,8 +6,6 @@ the cheap way to call a kernel from the hot paths of the op library.
   ``1/0`` give ``inf`` instead of a Python exception (and lets LLVM vectorise divisions).
 - `vector_kernel`: a kernel whose sums LLVM may reorder into vector registers (softmax, norms).
 - `inline`: a small scalar helper that numba pastes into the kernel calling it (no call overhead).
-- `vector_inline`: a `vector_kernel` helper numba pastes into the kernel calling it;
-  `llvm_inline` with `inline_by_llvm()`: one that LLVM pastes there (quicker to compile).
 - `out_of_line()`: the opposite, called inside a kernel: LLVM may not paste it into its callers.
 - `aligned_loop()`: called first in a loop's body: LLVM starts that loop at a 64-byte boundary.
 
@@ -170,40 +168,6 @@ def vector_inline(fn):
     """A `vector_kernel` helper inlined into its caller: for loops over short rows (softmax's 64
     keys), where the call itself (passing each row's view) costs as much as the loop."""
     return _njit(fn, inline="always", error_model="numpy", fastmath={"reassoc", "contract"})
-
-
-def llvm_inline(fn):
-    """A `vector_inline` helper that LLVM, not numba, pastes into its callers; its body starts
-    with `inline_by_llvm()`.
-
-    Why: numba's ``inline="always"`` pastes the helper's source into the caller before typing,
-    so it types, lowers and hands to LLVM the helper's whole body again at each call site, every
-    branch of it, also those on flags that are constants in the caller. softmax's row kernel
-    calls its helpers at five places each: 5-6 s of compiling for one kernel, a third of a first
-    training step's wait. Compiled as a function of its own, the helper is typed and lowered
-    once per argument types; LLVM inlines it at each call (``alwaysinline``) and folds the
-    branches on the caller's constants. The loops come out as fast for `_row_max` and
-    `_normalise`, not for `_exp_sum`'s exp-and-sum (benchmarks/RESULTS.md, llvm_inline)."""
-    return _njit(fn, nogil=True, error_model="numpy", fastmath={"reassoc", "contract"})
-
-
-def inline_by_llvm():
-    """Called first in a compiled function: LLVM inlines that function into every caller (an
-    `llvm_inline` helper). A no-op when run interpreted."""
-
-
-@overload(inline_by_llvm, inline="always")   # the intrinsic must land in the function itself
-def _inline_by_llvm_jit():
-    return lambda: _alwaysinline()
-
-
-@intrinsic
-def _alwaysinline(typingctx):
-    def codegen(context, builder, sig, args):
-        builder.function.attributes.add("alwaysinline")
-        return context.get_dummy_value()
-
-    return types.none(), codegen
 
 
 def out_of_line():
