@@ -185,8 +185,9 @@ class Training:
             self.parts["scheduler"] = scheduler
         self.generator, self.py_random, self.state = generator, py_random, state or {}
         self.config = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
-                       if k not in ("out", "resume")}
-        self.path = Path(out) / RESUME_FILE
+                       if k not in ("out", "resume")} if args is not None else {}
+        # (args None: a demo's training function called on its own, as tests do: a plain loop)
+        self.path = Path(out) / RESUME_FILE if args is not None else None
         self.epoch, self.position, self.step = 1, 0, 0
         self._order = self._bar = self._bar_saved = self._old_handler = None
         self._next = 0
@@ -227,7 +228,7 @@ class Training:
         """Call at the end of each training step: counts it, and stops here after a Ctrl-C."""
         self.step += 1
         self.position = self._next
-        if os.environ.get(INTERRUPT_AT) == str(self.step):
+        if self.path is not None and os.environ.get(INTERRUPT_AT) == str(self.step):
             if self._old_handler is not None:
                 signal.raise_signal(signal.SIGINT)   # runs _on_sigint before it returns
             else:
@@ -236,7 +237,7 @@ class Training:
 
     # ------------------------------------------------------------------ Ctrl-C
     def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
+        if self.path is not None and threading.current_thread() is threading.main_thread():
             self._old_handler = signal.signal(signal.SIGINT, self._on_sigint)
         return self
 
@@ -244,7 +245,7 @@ class Training:
         if self._old_handler is not None:
             signal.signal(signal.SIGINT, self._old_handler)
             self._old_handler = None
-        if kind is None:
+        if kind is None and self.path is not None:
             self.path.unlink(missing_ok=True)   # finished: nothing left to resume
         return False
 
