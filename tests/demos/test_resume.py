@@ -154,3 +154,29 @@ def test_ctrl_c_prints_one_line_and_saves(tmp_path):
         f"continue with --resume"]
     saved = ta.load(tmp_path / "resume.safetensors")["counters"]
     assert saved == {"epoch": 2, "position": 2, "step": 6}
+
+
+@pytest.mark.jit_only
+def test_dates_resumed_ends_as_if_never_stopped(tmp_path, monkeypatch):
+    """demos/dates.py: its data order and batches come from a random.Random, saved with the
+    rest; 2 epochs of 4 steps, stopped in the second."""
+    common = common_module()
+    small = ["--quick", "--epochs", "2", "--per-epoch", "256", "--test-size", "40"]
+
+    def run(out, *more):
+        module = runpy.run_path(str(DEMOS / "dates.py"), run_name="demo_dates")
+        module["main"]([*small, "--out", str(out), *more])
+        return (json.loads((out / "metrics.json").read_text()),
+                json.loads((out / "explorer.json").read_text()))
+
+    def timeless(metrics):
+        return {k: v for k, v in metrics.items() if "second" not in k}
+
+    straight = run(tmp_path / "a")
+    monkeypatch.setenv(common.INTERRUPT_AT, "6")
+    with pytest.raises(common.Stopped, match="epoch 2, step 6 saved"):
+        run(tmp_path / "b")
+    monkeypatch.delenv(common.INTERRUPT_AT)
+    resumed = run(tmp_path / "b", "--resume")
+    assert timeless(resumed[0]) == timeless(straight[0])
+    assert resumed[1] == straight[1]     # the attention snapshots too, before and after the stop
