@@ -1,9 +1,11 @@
 """What every demo shares: command-line flags, a progress bar, metrics.json, checkpoints.
 
-Each demo script is `python demos/NAME.py [--quick] [--seed N] [--out DIR]`:
+Each demo script is `python demos/NAME.py [--quick] [--seed N] [--out DIR] [--resume [PATH]]`:
 - `--quick`  a small version (under a minute) that the test suite runs as a smoke test;
 - `--seed`   the same seed gives the same numbers;
-- `--out`    where pictures (*.svg), metrics.json and a checkpoint go (default runs/NAME/).
+- `--out`    where pictures (*.svg), metrics.json and a checkpoint go (default runs/NAME/);
+- `--resume` continue the training that Ctrl-C stopped (the demos that train through `Training`,
+  below; in the others Ctrl-C stops with one line and saves nothing).
 
 The progress bar redraws one line per epoch on a terminal (loss, accuracy, examples/s, ETA) and
 prints one plain line per epoch when the output is a file or a pipe, so logs stay readable. If
@@ -14,7 +16,9 @@ import argparse
 import json
 import math
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -23,8 +27,9 @@ if str(ROOT) not in sys.path:  # `python demos/x.py` from a checkout, without in
     sys.path.insert(0, str(ROOT))
 
 
-def parser(name, description):
-    """An ArgumentParser with the flags every demo has; add demo-specific ones to it."""
+def parser(name, description, resumable=False):
+    """An ArgumentParser with the flags every demo has; add demo-specific ones to it.
+    `resumable`: the demo trains through `Training`, and takes `--resume`."""
     p = argparse.ArgumentParser(prog=f"demos/{name}.py", description=description,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true",
@@ -33,6 +38,12 @@ def parser(name, description):
     p.add_argument("--out", type=Path, default=None,
                    help=f"output directory for pictures, metrics.json and the checkpoint "
                         f"(default runs/{name}/)")
+    if not resumable:
+        return p
+    p.add_argument("--resume", type=Path, nargs="?", const=True, default=None,
+                   metavar="PATH",
+                   help=f"continue the training that Ctrl-C stopped, from the checkpoint it "
+                        f"saved (default OUT/{RESUME_FILE}); the other flags must be the same")
     return p
 
 
@@ -171,6 +182,197 @@ def save_checkpoint(out, model, **extra):
     path = Path(out) / "checkpoint.safetensors"
     ta.save({"model": model.state_dict(), **extra}, path)
     return path
+
+
+RESUME_FILE = "resume.safetensors"
+# A test hook (tests/demos/test_resume.py): TINYATTN_DEMO_INTERRUPT_AT=N sends this process the
+# SIGINT of a Ctrl-C at the end of training step N, the same path a key press takes.
+INTERRUPT_AT = "TINYATTN_DEMO_INTERRUPT_AT"
+
+
+class Stopped(KeyboardInterrupt):
+    """Ctrl-C stopped a demo's training between two steps, after saving where it was."""
+
+
+class Training:
+    """Where a demo's training is, saved when Ctrl-C stops it and continued by `--resume`.
+
+        with common.Training(args, out, model=m, optimizer=opt, scheduler=sched, generator=gen,
+                             state={"losses": losses}) as run:
+            for epoch in run.epochs(n_epochs):                    # from the saved epoch on
+                order = run.order(lambda: ta.randperm(n, generator=gen).tolist())
+                with run.progress(n, f"epoch {epoch}") as bar:
+                    for i in run.batches(n, batch_size):          # from the saved position on
+                        ...one training step, bar.update(...)...
+                        run.step_done()
+
+    Inside the `with`, the first Ctrl-C only asks to stop: the step under way finishes, then
+    `step_done` (or the next epoch) saves the checkpoint OUT/resume.safetensors and raises
+    `Stopped`, which `run` prints as one line. A second Ctrl-C stops at once, saving nothing.
+    The checkpoint holds the model's, optimizer's and scheduler's state_dicts, the epoch, the
+    position in the epoch's data order and that order, the step count, the state of tinyattn's
+    global generator, of `generator` (a `ta.Generator`) and of `py_random` (a `random.Random`,
+    or the `random` module), the progress bar's running sums, and `state`: lists (refilled in
+    place) and objects with `state_dict` / `load_state_dict`. It is written atomically (ta.save),
+    so a second Ctrl-C while it is written leaves the previous one whole. A run resumed with the
+    same flags takes the same steps with the same numbers as one never stopped
+    (tests/demos/test_resume.py). The file is removed when the training ends."""
+
+    def __init__(self, args, out, *, model, optimizer, scheduler=None, generator=None,
+                 py_random=None, state=None):
+        self.parts = {"model": model, "optimizer": optimizer}
+        if scheduler is not None:
+            self.parts["scheduler"] = scheduler
+        self.generator, self.py_random, self.state = generator, py_random, state or {}
+        self.config = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
+                       if k not in ("out", "resume")} if args is not None else {}
+        # (args None: a demo's training function called on its own, as tests do: a plain loop)
+        self.path = Path(out) / RESUME_FILE if args is not None else None
+        self.epoch, self.position, self.step = 1, 0, 0
+        self._order = self._bar = self._bar_saved = self._old_handler = None
+        self._next = 0
+        self._stop = False
+        if getattr(args, "resume", None) is not None:
+            self.load(self.path if args.resume is True else Path(args.resume))
+
+    # ------------------------------------------------------------------ the loop
+    def epochs(self, last):
+        """Epochs self.epoch..last (1-based): from 1, or from the one a checkpoint stopped in."""
+        while self.epoch <= last:
+            self._check()
+            yield self.epoch
+            self.epoch, self.position, self._order, self._bar = self.epoch + 1, 0, None, None
+
+    def order(self, draw):
+        """The epoch's data order: `draw()` once per epoch, or the order of the checkpoint."""
+        if self._order is None:
+            self._order = list(draw())
+        return self._order
+
+    def batches(self, n, size):
+        """The start of each batch of `size` in range(n), from the saved position on."""
+        for i in range(self.position, n, size):
+            self._next = min(i + size, n)
+            yield i
+
+    def progress(self, total, desc=""):
+        """A `Progress` for this epoch, with the running sums saved mid-epoch when resuming."""
+        self._bar = bar = Progress(total, desc)
+        if self._bar_saved is not None:
+            saved, self._bar_saved = self._bar_saved, None
+            bar.done, bar.weights, bar.sums = saved["done"], saved["weights"], saved["sums"]
+            bar.start -= saved["elapsed"]
+        return bar
+
+    def step_done(self):
+        """Call at the end of each training step: counts it, and stops here after a Ctrl-C."""
+        self.step += 1
+        self.position = self._next
+        if self.path is not None and os.environ.get(INTERRUPT_AT) == str(self.step):
+            if self._old_handler is not None:
+                signal.raise_signal(signal.SIGINT)   # runs _on_sigint before it returns
+            else:
+                self._stop = True
+        self._check()
+
+    # ------------------------------------------------------------------ Ctrl-C
+    def __enter__(self):
+        if self.path is not None and threading.current_thread() is threading.main_thread():
+            self._old_handler = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, kind, value, tb):
+        if self._old_handler is not None:
+            signal.signal(signal.SIGINT, self._old_handler)
+            self._old_handler = None
+        if kind is None and self.path is not None:
+            self.path.unlink(missing_ok=True)   # finished: nothing left to resume
+        return False
+
+    def _on_sigint(self, signum, frame):
+        if self._stop:               # the second Ctrl-C: now, without waiting for the step
+            raise KeyboardInterrupt
+        self._stop = True
+
+    def _check(self):
+        if self._stop:
+            self._stop = False
+            self.save()
+            if self._bar is not None and self._bar.live:
+                self._bar.stream.write("\n")
+            raise Stopped(f"interrupted: epoch {self.epoch}, step {self.step} saved to "
+                          f"{self.path}; continue with --resume")
+
+    # ------------------------------------------------------------------ the checkpoint
+    def save(self):
+        import tinyattn as ta
+        ck = {name: part.state_dict() for name, part in self.parts.items()}
+        ck["counters"] = {"epoch": self.epoch, "position": self.position, "step": self.step}
+        ck["order"] = self._order
+        ck["config"] = self.config
+        ck["rng"] = ta.get_rng_state()
+        ck["generator"] = list(self.generator.get_state()) if self.generator else None
+        ck["random"] = _plain(self.py_random.getstate()) if self.py_random else None
+        bar = self._bar
+        ck["progress"] = None if bar is None else {
+            "done": bar.done, "weights": bar.weights, "sums": dict(bar.sums),
+            "elapsed": time.perf_counter() - bar.start}
+        ck["state"] = {k: v.state_dict() if hasattr(v, "state_dict") else v
+                       for k, v in self.state.items()}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        ta.save(ck, self.path)      # atomic: a temporary file, then renamed over the old one
+        return self.path
+
+    def load(self, path):
+        import tinyattn as ta
+        if not path.exists():
+            raise SystemExit(f"--resume: no checkpoint at {path} (Ctrl-C during training "
+                             f"saves one there)")
+        ck = ta.load(path)
+        if ck["config"] != self.config:
+            differ = sorted(k for k in set(ck["config"]) | set(self.config)
+                            if ck["config"].get(k) != self.config.get(k))
+            raise SystemExit(f"--resume: {path} was saved by a run with other settings "
+                             f"({', '.join(differ)}); give the same flags")
+        for name, part in self.parts.items():
+            part.load_state_dict(ck[name])
+        c = ck["counters"]
+        self.epoch, self.position, self.step = c["epoch"], c["position"], c["step"]
+        self._order = ck["order"]
+        ta.set_rng_state(ck["rng"])
+        if self.generator is not None:
+            self.generator.set_state(ck["generator"])
+        if self.py_random is not None:
+            self.py_random.setstate(_tuples(ck["random"]))
+        self._bar_saved = ck["progress"]
+        for k, v in self.state.items():
+            if hasattr(v, "load_state_dict"):
+                v.load_state_dict(ck["state"][k])
+            else:
+                v[:] = ck["state"][k]
+        print(f"resuming from {path}: epoch {self.epoch}, step {self.step}", flush=True)
+
+
+def _plain(value):
+    """random.Random's state (nested tuples) as lists, which a checkpoint's JSON keeps."""
+    return [_plain(v) for v in value] if isinstance(value, (tuple, list)) else value
+
+
+def _tuples(value):
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def run(main):
+    """`common.run(main)` at the end of a demo: Ctrl-C ends it with one line, not a traceback."""
+    try:
+        main()
+    except Stopped as e:
+        print(e, file=sys.stderr, flush=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        print("\ninterrupted (outside a training loop: nothing to resume)", file=sys.stderr,
+              flush=True)
+        sys.exit(130)
 
 
 def snapshot_steps(total, n=12):

@@ -177,7 +177,7 @@ def translate(model, texts, batch_size=250):
 
 
 def main(argv=None):
-    parser = common.parser("dates", __doc__)
+    parser = common.parser("dates", __doc__, resumable=True)
     parser.add_argument("--epochs", type=int, default=None, help="epochs (default 6; quick 5)")
     parser.add_argument("--per-epoch", type=int, default=None,
                         help="fresh training examples per epoch (default 10000; quick 4000)")
@@ -231,23 +231,28 @@ def main(argv=None):
         return {k: {"weights": common.alignment(model, *v[:3]), "queries": v[4], "keys": v[3]}
                 for k, v in explored.items()}
 
-    snap_at, snaps, step = set(common.snapshot_steps(total)), viz.Snapshots(), 0
+    snap_at, snaps = set(common.snapshot_steps(total)), viz.Snapshots()
     snaps.add(0, alignments())
     start = time.perf_counter()
     losses, train_exact = [], []
-    for epoch in range(1, epochs + 1):
-        data = sample(train_dates, per_epoch, rng)
-        with common.Progress(len(data), f"epoch {epoch}/{epochs}") as bar:
-            for batch in batches(data, batch_size, rng):
-                loss, exact = train_step(model, optimizer, batch, clip)
-                scheduler.step()
-                step += 1
-                if step in snap_at:
-                    snaps.add(step, alignments())
-                bar.update(len(batch), loss=loss, exact=exact)
-        means = bar.means()
-        losses.append(means["loss"])
-        train_exact.append(means["exact"])
+    with common.Training(args, out, model=model, optimizer=optimizer, scheduler=scheduler,
+                         py_random=rng, state={"losses": losses, "train_exact": train_exact,
+                                               "snapshots": snaps.steps}) as run:
+        for epoch in run.epochs(epochs):
+            epoch_batches = run.order(
+                lambda: batches(sample(train_dates, per_epoch, rng), batch_size, rng))
+            with run.progress(per_epoch, f"epoch {epoch}/{epochs}") as bar:
+                for i in run.batches(len(epoch_batches), 1):
+                    batch = epoch_batches[i]
+                    loss, exact = train_step(model, optimizer, batch, clip)
+                    scheduler.step()
+                    if run.step + 1 in snap_at:
+                        snaps.add(run.step + 1, alignments())
+                    bar.update(len(batch), loss=loss, exact=exact)
+                    run.step_done()
+            means = bar.means()
+            losses.append(means["loss"])
+            train_exact.append(means["exact"])
     train_seconds = time.perf_counter() - start
 
     model.eval()
@@ -302,4 +307,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main)   # Ctrl-C: one line, not a traceback

@@ -342,9 +342,12 @@ def evaluate(model, batches):
     return sum(losses) / len(losses)
 
 
-def train(cfg, seed, train_ids, val_ids, vocab, log=print, on_eval=None):
+def train(cfg, seed, train_ids, val_ids, vocab, log=print, on_eval=None, args=None, out=None,
+          state=None):
     """Train a GPT; returns (model, history) with history = [(step, train_loss, val_loss)].
-    on_eval(step, model) is called at every evaluation (and at step 0)."""
+    on_eval(step, model) is called at every evaluation (and at step 0). With the demo's `args`
+    and `out`, Ctrl-C saves where training was and `--resume` continues it (common.Training;
+    `state`: more of the caller's lists to save with it)."""
     ta.manual_seed(seed)
     model = GPT(cfg, vocab)
     gen = ta.Generator(seed)
@@ -352,29 +355,33 @@ def train(cfg, seed, train_ids, val_ids, vocab, log=print, on_eval=None):
                    range(cfg.eval_batches)]
     opt, sched = make_optimizer(model, cfg)
     history = [(0, evaluate(model, val_batches), evaluate(model, val_batches))]
-    step = 0
     if on_eval is not None:
         on_eval(0, model)
-    while step < cfg.steps:
-        chunk = min(cfg.eval_every, cfg.steps - step)
-        with common.Progress(chunk * cfg.batch_size * cfg.block_size,
-                             f"steps {step + 1}-{step + chunk}") as bar:
-            for _ in range(chunk):
-                x, y = get_batch(train_ids, cfg, gen)
-                _, loss = model(x, y)
-                opt.zero_grad()
-                loss.backward()
-                nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-                opt.step()
-                sched.step()
-                step += 1
-                bar.update(x.numel(), loss=loss.item())
-        train_loss = bar.means()["loss"]
-        history.append((step, train_loss, evaluate(model, val_batches)))
-        log(f"  step {step}: train loss {train_loss:.4f}, validation loss {history[-1][2]:.4f}")
-        if on_eval is not None:
-            on_eval(step, model)
-    return model, history
+    with common.Training(args, out, model=model, optimizer=opt, scheduler=sched, generator=gen,
+                         state={"history": history, **(state or {})}) as run:
+        for k in run.epochs(-(-cfg.steps // cfg.eval_every)):   # an evaluation ends each
+            first = (k - 1) * cfg.eval_every
+            chunk = min(cfg.eval_every, cfg.steps - first)
+            with run.progress(chunk * cfg.batch_size * cfg.block_size,
+                              f"steps {first + 1}-{first + chunk}") as bar:
+                for _ in run.batches(chunk, 1):
+                    x, y = get_batch(train_ids, cfg, gen)
+                    _, loss = model(x, y)
+                    opt.zero_grad()
+                    loss.backward()
+                    nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+                    opt.step()
+                    sched.step()
+                    bar.update(x.numel(), loss=loss.item())
+                    run.step_done()
+            step = first + chunk
+            train_loss = bar.means()["loss"]
+            history.append((step, train_loss, evaluate(model, val_batches)))
+            log(f"  step {step}: train loss {train_loss:.4f}, validation loss "
+                f"{history[-1][2]:.4f}")
+            if on_eval is not None:
+                on_eval(step, model)
+    return model, [tuple(h) for h in history]
 
 
 def generation_speed(model, prompt, n, seed):
@@ -430,7 +437,7 @@ def attention_picture(model, codec, text, path):
 
 
 def main(argv=None):
-    p = common.parser("gpt", __doc__.split("\n\n")[0])
+    p = common.parser("gpt", __doc__.split("\n\n")[0], resumable=True)
     p.add_argument("--steps", type=int, default=None, help="training steps (default 1500)")
     args = p.parse_args(argv)
     out = common.output_dir(args, "gpt")
@@ -461,7 +468,8 @@ def main(argv=None):
     snaps = viz.Snapshots()
     t_train = time.perf_counter()
     model, history = train(cfg, args.seed, train_ids, val_ids, vocab, on_eval=lambda step, m:
-                           snaps.add(step, {"causal self-attention": record_attention(m, seen)}))
+                           snaps.add(step, {"causal self-attention": record_attention(m, seen)}),
+                           args=args, out=out, state={"snapshots": snaps.steps})
     train_seconds = time.perf_counter() - t_train
 
     t_cache, t_full, same, tokens = generation_speed(model, prompt, cfg.sample_chars, args.seed)
@@ -495,4 +503,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main)   # Ctrl-C: one line, not a traceback

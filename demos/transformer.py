@@ -261,6 +261,13 @@ class WeightAverage:
         for m, p in zip(self.mean, self.params):
             m.add_((p - m) / self.count)
 
+    def state_dict(self):
+        return {"count": self.count, "mean": self.mean}
+
+    def load_state_dict(self, state):
+        self.count = state["count"]
+        self.mean = None if state["mean"] is None else [m.clone() for m in state["mean"]]
+
     @ta.no_grad()
     def copy_to(self, model):
         for m, p in zip(self.mean, model.parameters()):
@@ -340,7 +347,7 @@ def draw_attention(model, seq, out):
 
 
 def parse_args(argv):
-    parser = common.parser("transformer", __doc__)
+    parser = common.parser("transformer", __doc__, resumable=True)
     parser.add_argument("--epochs", type=int, default=None,
                         help=f"training epochs (default {Config.epochs}, --quick "
                              f"{QUICK['epochs']})")
@@ -358,11 +365,12 @@ def parse_args(argv):
     return args, cfg
 
 
-def train_epoch(model, opt, sched, train, cfg, epoch, gen, losses, average, on_step=None):
+def train_epoch(run, model, opt, sched, train, cfg, epoch, gen, losses, average, on_step=None):
+    """One epoch of `run` (common.Training): from the step a checkpoint stopped at, if any."""
     model.train()
-    order = ta.randperm(len(train), generator=gen).tolist()
-    with common.Progress(len(train), f"epoch {epoch}/{cfg.epochs}") as bar:
-        for i in range(0, len(order), cfg.batch_size):
+    order = run.order(lambda: ta.randperm(len(train), generator=gen).tolist())
+    with run.progress(len(train), f"epoch {epoch}/{cfg.epochs}") as bar:
+        for i in run.batches(len(order), cfg.batch_size):
             batch = [train[j] for j in order[i:i + cfg.batch_size]]
             src, tgt_in, tgt_out, lengths = batch_tensors(batch)
             logits = model(src, tgt_in, lengths)                     # (B, T, V)
@@ -375,13 +383,14 @@ def train_epoch(model, opt, sched, train, cfg, epoch, gen, losses, average, on_s
             losses.append(loss.item())
             if on_step is not None:
                 on_step(len(losses))
-            if average is not None and len(losses) % cfg.average_every == 0:
+            if epoch == cfg.epochs and len(losses) % cfg.average_every == 0:
                 average.add()
             with ta.no_grad():
                 real = tgt_out != PAD                                # (B, T)
                 right = (logits.argmax(-1) == tgt_out) & real
                 token_acc = right.sum().item() / real.sum().item()
             bar.update(len(batch), loss=losses[-1], token_acc=token_acc)
+            run.step_done()
     return bar.means()
 
 
@@ -422,18 +431,19 @@ def main(argv=None):
     sched = optim.lr_scheduler.NoamLR(opt, cfg.d_model, cfg.warmup, cfg.lr_factor)
     start, cpu_start = time.perf_counter(), time.process_time()
     losses, epoch_losses = [], []
-    average = None
-    for epoch in range(1, cfg.epochs + 1):
-        if epoch == cfg.epochs:
-            average = WeightAverage(model)
-        means = train_epoch(model, opt, sched, train, cfg, epoch, gen, losses, average,
-                            snapshot)
-        epoch_losses.append(means["loss"])
-        model.eval()
-        valid_exact = exact_match(model, valid, greedy_decode)
-        print(f"    validation exact match (greedy): {valid_exact:.1%}", flush=True)
+    average = WeightAverage(model)      # fed in the last epoch
+    with common.Training(args, out, model=model, optimizer=opt, scheduler=sched, generator=gen,
+                         state={"losses": losses, "epoch_losses": epoch_losses,
+                                "average": average, "snapshots": snaps.steps}) as run:
+        for epoch in run.epochs(cfg.epochs):
+            means = train_epoch(run, model, opt, sched, train, cfg, epoch, gen, losses, average,
+                                snapshot)
+            epoch_losses.append(means["loss"])
+            model.eval()
+            valid_exact = exact_match(model, valid, greedy_decode)
+            print(f"    validation exact match (greedy): {valid_exact:.1%}", flush=True)
     valid_final = valid_exact
-    if average is not None and average.count:
+    if average.count:
         average.copy_to(model)
         valid_final = exact_match(model, valid, greedy_decode)
         print(f"    mean of {average.count} snapshots of the last epoch: validation exact match "
@@ -479,11 +489,12 @@ def main(argv=None):
     common.summary(f"transformer, sorting {cfg.min_len}-{cfg.max_len} digits: exact match "
                    f"{exact_greedy:.1%} greedy, {exact_beam:.1%} beam on {len(test):,} held-out "
                    f"sequences; {seconds:.0f} s")
-    return {"losses": epoch_losses, "exact_greedy": exact_greedy, "exact_beam": exact_beam}
+    return {"losses": epoch_losses, "exact_greedy": exact_greedy, "exact_beam": exact_beam,
+            "step_losses": losses, "valid_exact": valid_final}
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main)
 
 # ---------------------------------------------------------------------------- notes
 # How the setting was chosen (5 epochs of 40,000 sequences unless said; exact match is greedy, on

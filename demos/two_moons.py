@@ -112,4 +112,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main)   # Ctrl-C: one line, not a traceback

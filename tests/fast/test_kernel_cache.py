@@ -102,3 +102,20 @@ def test_your_own_kernels_load_from_a_warm_cache_and_run(tmp_path):
         assert run.stdout.split("\n")[:2] == ["raised: n is too big", "4 True"], run.stdout
     # the first run compiled (numba's compiler refreshed its registries), the second only loaded
     assert [run.stdout.split("\n")[2] for run in runs] == ["True", "False"]
+
+
+@pytest.mark.jit_only
+def test_the_compile_message_appears_only_when_something_compiles(tmp_path):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), TINYATTN_COMPILE_AHEAD="0")
+    env.pop("TINYATTN_QUIET_COMPILE", None)
+    run = [sys.executable, "-c", "import tinyattn as ta; print((ta.ones(3) * 2).sum().item())"]
+    first = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
+    lines = first.stderr.strip().splitlines()
+    # one line when it starts, naming the kernel it compiles first; one at exit, with the count
+    assert len(lines) == 2, first.stderr
+    assert lines[0].startswith("tinyattn: compiling numba kernels for this CPU, first ")
+    assert "elementwise._binary_scalar_packed" in lines[0]
+    n, seconds = lines[1].split(" kernel")[0].split()[-1], lines[1].split(" in ")[1].split()[0]
+    assert int(n) >= 2 and float(seconds) > 0, lines[1]
+    again = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
+    assert again.stdout == first.stdout and again.stderr == ""   # loaded: nothing to say

@@ -15,20 +15,23 @@ interpreted, slowly, which is how the test-suite checks the compiled code agains
 A kernel defined where numba has no file to cache it next to (the interactive interpreter,
 ``exec()`` of a string, as the tour's snippets are run) is compiled without the disk cache.
 
-While kernels compile (the first run on a machine, or after a kernel changed), a one-line message
-says so on stderr: compiling what a demo needs takes many seconds, and a silent pause looks like a
-hang. Compiled code is cached on disk (``__pycache__``, or ``NUMBA_CACHE_DIR``), so later runs load
-it. The first compile also calls `on_first_compile`, which tinyattn/fast/__init__.py sets to
-ahead.py's `start` (a second process compiles what a training step will need meanwhile); saves to
-the cache hold a file lock, so that two processes can share it (`reuse` extends the lock to the
-reference kernels that the fast backend calls as they are).
+While kernels compile (the first run on a machine, a program using a kernel no earlier one
+needed, or after a kernel changed), a line on stderr says so and, at exit, another how many
+compiled in how long: compiling what a demo needs takes many seconds, and a silent pause looks
+like a hang. Compiled code is cached on disk (``__pycache__``, or ``NUMBA_CACHE_DIR``), so later
+runs load it. The first compile also calls `on_first_compile`, which tinyattn/fast/__init__.py
+sets to ahead.py's `start` (a second process compiles what a training step will need meanwhile);
+saves to the cache hold a file lock, so that two processes can share it (`reuse` extends the
+lock to the reference kernels that the fast backend calls as they are).
 
 Chapter 2 of the tour (docs/02-kernels.md) walks through this file.
 """
 import array
+import atexit
 import contextlib
 import os
 import sys
+import time
 
 import numba
 from llvmlite import ir
@@ -373,35 +376,55 @@ class _FirstCall:
 
 # --------------------------------------------------------------------------- the compile message
 
-_said = False
-
 # Called (with no arguments) the first time numba compiles a kernel of tinyattn's in this process:
-# tinyattn/fast/__init__.py sets it to ahead.start, which starts the compile-ahead process.
+# tinyattn/fast/__init__.py sets it to ahead.start, which starts the compile-ahead process and
+# returns it (None where it does not start).
 on_first_compile = None
 
 
 class _CompileMessage(_event.Listener):
-    """Prints one line the first time numba compiles anything of tinyattn's in this process (a
-    kernel found in the disk cache is loaded, not compiled, and says nothing), and calls
-    `on_first_compile` then."""
+    """Says on stderr what this process waits for while numba compiles tinyattn's kernels: one
+    line at the first compile (which kernel; that the machine code is cached), and, at exit, how
+    many it compiled and in how long. A process that only loads machine code from the disk cache
+    says nothing: the message appears whenever something compiles, which is a first run, but
+    also a later program using a kernel no earlier run needed, or a run after a kernel changed.
+    The first compile also calls `on_first_compile`."""
+
+    def __init__(self):
+        self.count, self.seconds, self.start, self.said = 0, 0.0, 0.0, False
+        self.open = []      # per compile under way: is it a kernel of ours, compiled at the top?
 
     def on_start(self, event):
-        global _said
-        if _said:
-            return
+        self.open.append(not self.open and self._begin(event))
+
+    def _begin(self, event):
         disp = event.data.get("dispatcher") if isinstance(event.data, dict) else None
-        module = getattr(getattr(disp, "py_func", None), "__module__", "") or ""
-        if module.startswith("tinyattn"):
-            _said = True
-            if on_first_compile is not None:
-                on_first_compile()
+        fn = getattr(disp, "py_func", None)
+        module = getattr(fn, "__module__", "") or ""
+        if not module.startswith("tinyattn"):
+            return False
+        self.start = time.perf_counter()
+        if not self.said:
+            self.said = True
+            helper = on_first_compile() if on_first_compile is not None else None
             if os.environ.get("TINYATTN_QUIET_COMPILE") != "1":
-                print("tinyattn: compiling numba kernels for this machine (first run only, about "
-                      "10-25 s; the machine code is cached for the next runs) ...",
-                      file=sys.stderr, flush=True)
+                name = f"{module.rsplit('.', 1)[-1]}.{fn.__name__}"
+                helps = "; a second process helps" if helper is not None else ""
+                print(f"tinyattn: compiling numba kernels for this CPU, first {name} (0.1-5 s "
+                      f"each; a training step needs a few dozen{helps}). The machine code is "
+                      f"cached on disk: later runs load it ...", file=sys.stderr, flush=True)
+                atexit.register(self.summary)
+        return True
 
     def on_end(self, event):
-        pass
+        if self.open.pop():
+            self.count += 1
+            self.seconds += time.perf_counter() - self.start
+
+    def summary(self):
+        print(f"tinyattn: compiled {self.count} kernel{'s' if self.count != 1 else ''} in "
+              f"{self.seconds:.1f} s; later runs load them from the cache", file=sys.stderr,
+              flush=True)
 
 
 if not numba.config.DISABLE_JIT:
