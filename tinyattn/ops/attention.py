@@ -302,7 +302,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
     if _flash.use_fused(query, key, value, mask, dropout_p, return_weights):
         # One node, no (L, S) weights stored: kernels/flash.py (chapter 10).
-        return _flash.flash_attention(query, key, value, mask, is_causal, scale)
+        return _flash.flash_attention(query, key, value, mask, is_causal, scale, dropout_p)
     if is_causal:
         mask = causal_mask(L, S, convention="sdpa")                  # (L, S) True = may attend
     out, weights = attend(query, key, value, mask, dropout_p, scale)
