@@ -188,20 +188,18 @@ _hash32 = pasted(reference._hash32)
 def _dropout_row(row, n, idx0, k1, k2, p):
     """row[j] *= z(idx0 + j) for j < n, z the reference's `_dropout_factor` (0 if u < p, else
     1 / (1 - p)), with u < p as the integer test h < ceil(p 2^24) on u's 24 bits h. The hash of
-    the index's high half is taken once per run of indices that share it (once per row, unless
-    the row crosses a multiple of 2^32), so the loop over the row is one loop."""
+    the index's high half is taken once per row for the two halves a row can span (its first
+    index's, and the next one's from `edge` on): one loop, which LLVM vectorises."""
     factor = like(1.0 / (1.0 - p) if p < 1.0 else 0.0, row)
     zero = like(0.0, row)
     thr = int(math.ceil(p * 16777216.0))
-    j0 = 0
-    while j0 < n:
-        hi = (idx0 + j0) >> 32
-        j1 = min(n, ((hi + 1) << 32) - idx0)         # the run of indices whose high half is hi
-        hk = (k1 ^ _hash32(hi)) & 0xFFFFFFFF
-        for j in range(j0, j1):
-            x = _hash32(((idx0 + j) & 0xFFFFFFFF) ^ hk)
-            row[j] = row[j] * (zero if (_hash32((x + k2) & 0xFFFFFFFF) >> 8) < thr else factor)
-        j0 = j1
+    hi = idx0 >> 32
+    hk0 = (k1 ^ _hash32(hi)) & 0xFFFFFFFF
+    hk1 = (k1 ^ _hash32(hi + 1)) & 0xFFFFFFFF
+    edge = ((hi + 1) << 32) - idx0                  # the first j whose index has high half hi + 1
+    for j in range(n):
+        x = _hash32(((idx0 + j) & 0xFFFFFFFF) ^ (hk0 if j < edge else hk1))
+        row[j] = row[j] * (zero if (_hash32((x + k2) & 0xFFFFFFFF) >> 8) < thr else factor)
 
 
 @cached(nogil=True, error_model="numpy")
