@@ -60,10 +60,7 @@ STEP = (
     ("threads", "_publish", "q", "T i i"),
     ("matmul", "_run_blocks_f", "q", "i"),
     ("elementwise", "_ADD_ROW_VECTOR", "f"),
-    # attention with dropout: the fused kernel (its forward and backward compile together)
     ("flash", "_forward_units", "f", "T T T T i i i i i b b f f i i T T i i i i i i i i i T"),
-    ("flash", "_backward_heads", "f",
-     "T T T T T T T i i i i i b b f f i i T T T i i i i i i i i i T"),
     ("kernels.random", "dropout_apply", "f", "T T i i i f f"),
     ("elementwise", "_BINARY_PACKED", ("f", ADD)),
     ("norm", "_LAYER_NORM_FORWARD", "f"),
@@ -75,6 +72,8 @@ STEP = (
     ("kernels.loss", "cross_entropy_backward", "f", "T T @q T b i f i i @d T"),
     ("norm", "_LAYER_NORM_BACKWARD", "f"),
     ("elementwise", "_UNARY_BACKWARD", ("f", RELU)),
+    ("flash", "_backward_heads", "f",
+     "T T T T T T T i i i i i b b f f i i T T T i i i i i i i i i T"),
     ("elementwise", "_AXPY", "f"),
     ("kernels.index", "scatter_add_rows", "f", "T @q T i i"),
     # the optimizer's step, then the argmax of evaluation

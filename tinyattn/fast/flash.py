@@ -478,24 +478,28 @@ _compiled = {}
 _compile_lock = threading.Lock()
 
 
-def _kernels(typecode):
-    """(forward, backward) machine code for typecode, called without numba's argument dispatch."""
-    got = _compiled.get(typecode)
+def _kernel(backward, typecode):
+    """The forward's (or the backward's) machine code for typecode, called without numba's
+    argument dispatch. Each is compiled when it is first called, not both at the first forward:
+    on a first run the compile-ahead process (ahead.py) can compile the backward meanwhile."""
+    got = _compiled.get((backward, typecode))
     if got is not None:
         return got
     with _compile_lock:
-        if typecode not in _compiled:
-            if numba.config.DISABLE_JIT:
-                _compiled[typecode] = (_forward_units, _backward_heads)
-            else:
+        if (backward, typecode) not in _compiled:
+            fn = _backward_heads if backward else _forward_units
+            if not numba.config.DISABLE_JIT:
                 buf = numba.typeof(array.array(typecode))
                 i, f, bl = numba.int64, numba.float64, numba.boolean
-                fwd = (buf, buf, buf, buf, i, i, i, i, i, bl, bl, f, f, i, i, buf, buf,
-                       i, i, i, i, i, i, i, i, i, buf)
-                bwd = (buf, buf, buf, buf, buf, buf, buf, i, i, i, i, i, bl, bl, f, f, i, i,
-                       buf, buf, buf, i, i, i, i, i, i, i, i, i, buf)
-                _compiled[typecode] = (_forward_units.compile(fwd), _backward_heads.compile(bwd))
-    return _compiled[typecode]
+                if backward:
+                    sig = (buf, buf, buf, buf, buf, buf, buf, i, i, i, i, i, bl, bl, f, f, i, i,
+                           buf, buf, buf, i, i, i, i, i, i, i, i, i, buf)
+                else:
+                    sig = (buf, buf, buf, buf, i, i, i, i, i, bl, bl, f, f, i, i, buf, buf,
+                           i, i, i, i, i, i, i, i, i, buf)
+                fn = fn.compile(sig)
+            _compiled[backward, typecode] = fn
+    return _compiled[backward, typecode]
 
 
 def _scratch(typecode, n):
@@ -506,7 +510,7 @@ def flash_forward(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causal
                   dropout_p, k1, k2, out, lse, nb1, nb, L, S, E, Ev):
     """out (nb, L, Ev) and lse (nb, L) of attention (module docstring), tiled, on all cores."""
     typecode = q.typecode
-    fwd, _ = _kernels(typecode)
+    fwd = _kernel(False, typecode)
     br, bc = block_sizes(L, S)
     size = forward_scratch_size(L, S, E, Ev, br, bc)
     units = nb * ((L + br - 1) // br)
@@ -523,7 +527,7 @@ def flash_backward(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss,
                    causal, scale, dropout_p, k1, k2, dq, dk, dv, nb1, nb, L, S, E, Ev):
     """dq, dk, dv of attention (module docstring), tiled, heads shared among the cores."""
     typecode = q.typecode
-    _, bwd = _kernels(typecode)
+    bwd = _kernel(True, typecode)
     br, bc = block_sizes(L, S)
     size = backward_scratch_size(L, S, E, Ev, br, bc)
 
