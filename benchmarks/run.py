@@ -431,6 +431,84 @@ def bench_sdpa(res, timer, torch):
                                 _env())[0]
         res.add("sdpa", f"peak extra memory of that call, {name}", "MB", mem_ours["extra_mb"],
                 mem_theirs["extra_mb"] if mem_theirs else None, "lower", ("<=", 1.2))
+    bench_sdpa_dropout(res, timer, torch)
+
+
+# The peak memory of one call with dropout, in a fresh process whose only earlier call was at
+# T = 64 (kernels loaded, nothing large freed into a pool that the measured call would reuse):
+# the composed path's (L, S) weights and mask show up here, where after a warm-up call at the
+# same size the memory kept from that call hides them.
+SDPA_DROPOUT_CHILD = r"""
+import contextlib, json, sys
+LIB, T, p, path_name, B, H, D = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], 1, 8, 64
+""" + STATUS_MB + r"""
+if LIB == "tinyattn":
+    import tinyattn as lib
+    from tinyattn.nn.attention import SDPBackend, sdpa_kernel
+    path = (lambda: sdpa_kernel(SDPBackend.MATH)) if path_name == "math" else contextlib.nullcontext
+else:
+    import torch as lib
+    lib.set_num_threads(2)
+    path = contextlib.nullcontext
+F = lib.nn.functional
+
+def call(n):
+    q, k, v = (lib.randn(B, H, n, D, requires_grad=True) for _ in range(3))
+    g = lib.randn(B, H, n, D)
+    before = status_mb("VmRSS")
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")         # restart the peak (VmHWM) here
+    with path():
+        F.scaled_dot_product_attention(q, k, v, dropout_p=p).backward(g)
+    return status_mb("VmHWM") - before
+
+call(64)
+print(json.dumps({"extra_mb": call(T)}))
+"""
+SDPA_DROPOUT_P = 0.1
+SDPA_DROPOUT_MEMORY_T = 8192
+
+
+def bench_sdpa_dropout(res, timer, torch):
+    """Attention dropout inside the fused kernel (kernels/flash.py, `_dropout_factor`): forward +
+    backward time at T = 4096 (the note: the same call without dropout), and the peak memory one
+    call adds at T = 8192 (gradients included), fused against the composed path
+    (`sdpa_kernel(MATH)`, which stores the (L, S) weights and mask: the path dropout took before
+    the kernel had it) and PyTorch."""
+    B, H, D, T, p = 1, 8, 64, 4096, SDPA_DROPOUT_P
+    F = ta.nn.functional
+    ta.manual_seed(0)
+    q, k, v = (ta.randn(B, H, T, D, requires_grad=True) for _ in range(3))
+    g = ta.randn(B, H, T, D)
+
+    def ours(p=p):
+        F.scaled_dot_product_attention(q, k, v, dropout_p=p).backward(g)
+        q.grad = k.grad = v.grad = None
+
+    theirs = None
+    if torch is not None:
+        tq, tk, tv = (torch.tensor(x.tolist(), requires_grad=True) for x in (q, k, v))
+        tg = torch.tensor(g.tolist())
+
+        def theirs():
+            torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, dropout_p=p).backward(tg)
+            tq.grad = tk.grad = tv.grad = None
+
+    t_ours, t_theirs, t_plain = timer.run([ours, theirs, lambda: ours(0.0)])
+    res.add("sdpa", f"fused SDPA fwd+bwd B1 H8 D64 T={T} dropout_p={p}", "ms", t_ours * 1e3,
+            t_theirs * 1e3 if t_theirs else None, "lower", ("<=", 1.0),
+            note=f"the same call without dropout: {t_plain * 1e3:.0f} ms")
+    T = SDPA_DROPOUT_MEMORY_T
+    mem = {name: _child(SDPA_DROPOUT_CHILD, ["tinyattn", str(T), str(drop), path], _env())[0]
+           for name, drop, path in (("fused", p, "fused"), ("math", p, "math"),
+                                    ("plain", 0.0, "fused"))}
+    mem_theirs = None
+    if torch is not None:
+        mem_theirs = _child(SDPA_DROPOUT_CHILD, ["torch", str(T), str(p), "-"], _env())[0]
+    res.add("sdpa", f"peak memory of one call, dropout_p={p}, T={T}, fused", "MB",
+            mem["fused"]["extra_mb"], mem_theirs["extra_mb"] if mem_theirs else None, "lower",
+            ("<=", 1.2), note=f"composed path (sdpa_kernel(MATH)) {mem['math']['extra_mb']:.0f} "
+                              f"MB; fused without dropout {mem['plain']['extra_mb']:.0f} MB")
 
 
 # ============================================================================ convolution

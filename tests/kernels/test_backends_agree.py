@@ -477,6 +477,30 @@ def test_flash_attention(L, S, E, causal, masked, seed, dtype):
     _agree(attn, q, k, v, **tol)
 
 
+@FEW
+@given(L=st.integers(1, 70), S=st.integers(1, 140), E=st.integers(1, 9), causal=st.booleans(),
+       p=st.sampled_from([0.1, 0.5, 0.9]), seed=seeds, dtype=dtypes)
+def test_flash_attention_dropout(L, S, E, causal, p, seed, dtype):
+    # The dropout factors of kernels/flash.py (_dropout_factor) against fast/flash.py's rows
+    # (_dropout_row): in the forward, drawn again in the backward, and as `dropout_mask`.
+    from tinyattn.ops.flash import dropout_mask
+    q = make_tensor((2, L, E), "contiguous", seed, dtype)
+    k = make_tensor((2, S, E), "contiguous", seed + 1, dtype)
+    v = make_tensor((2, S, 3), "contiguous", seed + 2, dtype)
+
+    def attn(q, k, v):
+        ta.manual_seed(seed)
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=causal)
+    # the weights are up to 1 / (1 - p) = 10 times larger, and so are their roundings
+    tol = dict(rtol=1e-5, atol=5e-6 / (1 - p)) if dtype == ta.float32 else _tol(dtype)
+    _agree(attn, q, k, v, **tol)
+    masks = []
+    for which in backend.BACKENDS:
+        with backend.use(which):
+            masks.append(dropout_mask((2, L, S), p, (seed, 3 * seed + 1), dtype).tolist())
+    assert masks[0] == masks[1]
+
+
 def test_every_differing_kernel_was_compared(request):
     """Every kernel with two versions was called on both backends by the tests above (which run
     first: pytest keeps a file's order). Skipped when only some of them were selected."""

@@ -61,7 +61,7 @@ STEP = (
     ("threads", "_take", "q", "T i i"),
     ("matmul", "_run_blocks_f", "q", "i"),
     ("elementwise", "_ADD_ROW_VECTOR", "f"),
-    ("softmax", "_ROWS_FORWARD", ("f", False)),
+    ("flash", "_forward_units", "f", "T T T T i i i i i b b f f i i T T i i i i i i i i i T"),
     ("kernels.random", "dropout_apply", "f", "T T i i i f f"),
     ("elementwise", "_BINARY_PACKED", ("f", ADD)),
     ("norm", "_LAYER_NORM_FORWARD", "f"),
@@ -73,7 +73,8 @@ STEP = (
     ("kernels.loss", "cross_entropy_backward", "f", "T T @q T b i f i i @d T"),
     ("norm", "_LAYER_NORM_BACKWARD", "f"),
     ("elementwise", "_UNARY_BACKWARD", ("f", RELU)),
-    ("softmax", "_ROWS_BACKWARD", ("f", False)),
+    ("flash", "_backward_heads", "f",
+     "T T T T T T T i i i i i b b f f i i T T T i i i i i i i i i T"),
     ("elementwise", "_AXPY", "f"),
     ("kernels.index", "scatter_add_rows", "f", "T @q T i i"),
     # the optimizer's step, then the argmax of evaluation

@@ -22,6 +22,9 @@ outside) are those of kernels/flash.py. What is different here:
 5. Backward: five micro-kernel matmuls per tile pair: S = Q K^T, dV += P^T dO, dP = dO V^T,
    dK += dS^T Q, dQ += dS K; dQ of a head accumulates in a per-head buffer.
 6. Threads: the forward shares (head, query tile) units among the cores, the backward whole heads.
+7. Dropout: the reference's factors z (`_dropout_factor`, its hash pasted here), a row at a time
+   (`_dropout_row`): in the forward on a tile's p after its row sums, before P V; the backward
+   keeps P Z beside P (one more tile) for dV += (P Z)^T dO and dS = P Z dP - P D.
 
 Chapter 10 of the tour (docs/10-flash-attention.md) walks through kernels/flash.py, then this file.
 """
@@ -34,10 +37,11 @@ import numba
 from . import threads
 from .buffers import as_array
 from .exp import exp_below_88, from_row_key, like, row_key
-from .jit import cached, inline, out_of_line, vector_kernel
+from ..kernels import flash as reference
+from .jit import cached, inline, out_of_line, pasted, vector_kernel
 from .matmul import MR, NR, _micro, tile_strips
 
-__all__ = ["flash_forward", "flash_backward"]
+__all__ = ["flash_forward", "flash_backward", "dropout_mask"]
 
 # Tile sizes: a BR x BC tile of scores (32 KiB in fp32 at 64 x 128) and the BR x E tile of Q
 # stay in L1/L2 while the micro-kernel runs over them. Multiples of MR (8) and NR (16).
@@ -177,6 +181,43 @@ def _probs_row(srow, nv, n, scale, mk, m_pos, m_ss, has_mask, lse):
         srow[j] = 0.0
 
 
+_hash32 = pasted(reference._hash32)
+
+
+@vector_kernel
+def _dropout_row(row, n, idx0, k1, k2, p):
+    """row[j] *= z(idx0 + j) for j < n, z the reference's `_dropout_factor` (0 if u < p, else
+    1 / (1 - p)), with u < p as the integer test h < ceil(p 2^24) on u's 24 bits h. The hash of
+    the index's high half is taken once per row for the two halves a row can span (its first
+    index's, and the next one's from `edge` on): one loop, which LLVM vectorises."""
+    factor = like(1.0 / (1.0 - p) if p < 1.0 else 0.0, row)
+    zero = like(0.0, row)
+    thr = int(math.ceil(p * 16777216.0))
+    hi = idx0 >> 32
+    hk0 = (k1 ^ _hash32(hi)) & 0xFFFFFFFF
+    hk1 = (k1 ^ _hash32(hi + 1)) & 0xFFFFFFFF
+    edge = ((hi + 1) << 32) - idx0                  # the first j whose index has high half hi + 1
+    for j in range(n):
+        x = _hash32(((idx0 + j) & 0xFFFFFFFF) ^ (hk0 if j < edge else hk1))
+        row[j] = row[j] * (zero if (_hash32((x + k2) & 0xFFFFFFFF) >> 8) < thr else factor)
+
+
+@cached(nogil=True, error_model="numpy")
+def _mask_rows(k1, k2, p, out, rows, S):
+    """out (rows, S) = the dropout factors z of elements 0 .. rows S - 1."""
+    O = as_array(out)
+    for r in range(rows):
+        row = O[r * S:(r + 1) * S]
+        for j in range(S):
+            row[j] = 1.0
+        _dropout_row(row, S, r * S, k1, k2, p)
+
+
+def dropout_mask(k1, k2, dropout_p, out, nb, L, S):
+    """out[(b L + i) S + j] = z[b, i, j], the dropout factors of flash_forward (nb, L, S)."""
+    _mask_rows(k1, k2, dropout_p, out, nb * L, S)
+
+
 @vector_kernel
 def _scale_row(row, n, alpha):
     for c in range(n):
@@ -221,7 +262,7 @@ def forward_scratch_size(L, S, E, Ev, br, bc):
 
 @cached(nogil=True, error_model="numpy")
 def _forward_units(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causal, scale,
-                   out, lse, nb1, L, S, E, Ev, br, bc, u0, u1, scratch):
+                   dropout_p, k1, k2, out, lse, nb1, L, S, E, Ev, br, bc, u0, u1, scratch):
     """Units u0 <= u < u1 of the forward: unit u is query block (u % nqb) of head u // nqb."""
     Q = as_array(q)
     K = as_array(k)
@@ -295,6 +336,10 @@ def _forward_units(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causa
                     _scale_row(W[ob + i * Evp:ob + (i + 1) * Evp], Evp, alpha)
                 W[lr + i] += l_blk
                 W[mr + i] = m_new
+            if dropout_p > 0.0:             # p Z: after the row sums, before p @ V
+                for i in range(rows):
+                    _dropout_row(W[sb + i * bc:sb + (i + 1) * bc], nc, (b * L + i0 + i) * S + j0,
+                                 k1, k2, dropout_p)
             # output accumulator += p @ V_blk: (br, nc) @ (nc, Evp)
             _tile_mm(W, sb, bc, 1, W, vp + j0 * Evp, NR, Evp, nc, W, ob, Evp, br, Evp, True)
         for i in range(rows):
@@ -313,13 +358,14 @@ def _forward_units(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causa
 
 def backward_scratch_size(L, S, E, Ev, br, bc):
     Lp, Sp, Ep, Evp = _up(L, br), _up(S, bc), _up(E, NR), _up(Ev, NR)
-    return (2 * Lp * Ep + Sp * Ep + E * Sp + Ev * Sp + Lp * Evp + 2 * Lp + 2 * br * bc
+    return (2 * Lp * Ep + Sp * Ep + E * Sp + Ev * Sp + Lp * Evp + 2 * Lp + 3 * br * bc
             + bc * Ep + bc * Evp)
 
 
 @cached(nogil=True, error_model="numpy")
 def _backward_heads(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask,
-                    causal, scale, dq, dk, dv, nb1, L, S, E, Ev, br, bc, b0, b1, scratch):
+                    causal, scale, dropout_p, k1, k2, dq, dk, dv, nb1, L, S, E, Ev, br, bc, b0,
+                    b1, scratch):
     """Heads b0 <= b < b1 of the backward."""
     Q = as_array(q)
     K = as_array(k)
@@ -348,6 +394,8 @@ def _backward_heads(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss
     sb = pb + br * bc            # dP, then dS (br, bc)
     dkb = sb + br * bc           # dK of one key block (bc, Ep)
     dvb = dkb + bc * Ep          # dV of one key block (bc, Evp)
+    zb = dvb + bc * Evp          # with dropout: P Z of one block pair (br, bc)
+    pz = zb if dropout_p > 0.0 else pb
     for b in range(b0, b1):
         _pack_head(Q, b * L * E, L, E, W, qp, Lp, Ep, False)
         _pack_head(K, b * S * E, S, E, W, kp, Sp, Ep, False)
@@ -388,18 +436,28 @@ def _backward_heads(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss
                         continue
                     _probs_row(prow, nv, bc, scale, Mk, m_base + gi * m_sl + j0 * m_ss, m_ss,
                                has_mask, W[lp + gi])
-                # dV_blk += P^T dO: (bc, br) @ (br, Evp)
-                _tile_mm(W, pb, 1, bc, W, gp + i0 * Evp, NR, Evp, br, W, dvb, Evp, bc, Evp, True)
+                if dropout_p > 0.0:         # P Z, the forward's dropout mask drawn again
+                    for i in range(br):
+                        zrow = W[zb + i * bc:zb + (i + 1) * bc]
+                        zrow[:] = W[pb + i * bc:pb + (i + 1) * bc]
+                        _dropout_row(zrow, bc, (b * L + i0 + i) * S + j0, k1, k2, dropout_p)
+                # dV_blk += (P Z)^T dO: (bc, br) @ (br, Evp)
+                _tile_mm(W, pz, 1, bc, W, gp + i0 * Evp, NR, Evp, br, W, dvb, Evp, bc, Evp, True)
                 # dP = dO V^T: (br, Ev) @ (Ev, bc)
                 _tile_mm(W, gp + i0 * Evp, Evp, 1, W, vt + j0 * Ev, NR * Ev, NR, Ev, W, sb, bc, br,
                          bc, False)
-                # dS = P * (dP - D)
+                # dS = P * (dP - D), with dropout P Z dP - P D
                 for i in range(br):
                     d_i = W[dd + i0 + i]
                     prow = W[pb + i * bc:pb + (i + 1) * bc]
                     srow = W[sb + i * bc:sb + (i + 1) * bc]
-                    for j in range(bc):
-                        srow[j] = prow[j] * (srow[j] - d_i)
+                    if dropout_p > 0.0:
+                        zrow = W[zb + i * bc:zb + (i + 1) * bc]
+                        for j in range(bc):
+                            srow[j] = zrow[j] * srow[j] - prow[j] * d_i
+                    else:
+                        for j in range(bc):
+                            srow[j] = prow[j] * (srow[j] - d_i)
                 # dK_blk += dS^T Q: (bc, br) @ (br, Ep)
                 _tile_mm(W, sb, 1, bc, W, qp + i0 * Ep, NR, Ep, br, W, dkb, Ep, bc, Ep, True)
                 # dQ += dS K_blk: (br, bc) @ (bc, Ep)
@@ -420,24 +478,28 @@ _compiled = {}
 _compile_lock = threading.Lock()
 
 
-def _kernels(typecode):
-    """(forward, backward) machine code for typecode, called without numba's argument dispatch."""
-    got = _compiled.get(typecode)
+def _kernel(backward, typecode):
+    """The forward's (or the backward's) machine code for typecode, called without numba's
+    argument dispatch. Each is compiled when it is first called, not both at the first forward:
+    on a first run the compile-ahead process (ahead.py) can compile the backward meanwhile."""
+    got = _compiled.get((backward, typecode))
     if got is not None:
         return got
     with _compile_lock:
-        if typecode not in _compiled:
-            if numba.config.DISABLE_JIT:
-                _compiled[typecode] = (_forward_units, _backward_heads)
-            else:
+        if (backward, typecode) not in _compiled:
+            fn = _backward_heads if backward else _forward_units
+            if not numba.config.DISABLE_JIT:
                 buf = numba.typeof(array.array(typecode))
                 i, f, bl = numba.int64, numba.float64, numba.boolean
-                fwd = (buf, buf, buf, buf, i, i, i, i, i, bl, bl, f, buf, buf,
-                       i, i, i, i, i, i, i, i, i, buf)
-                bwd = (buf, buf, buf, buf, buf, buf, buf, i, i, i, i, i, bl, bl, f,
-                       buf, buf, buf, i, i, i, i, i, i, i, i, i, buf)
-                _compiled[typecode] = (_forward_units.compile(fwd), _backward_heads.compile(bwd))
-    return _compiled[typecode]
+                if backward:
+                    sig = (buf, buf, buf, buf, buf, buf, buf, i, i, i, i, i, bl, bl, f, f, i, i,
+                           buf, buf, buf, i, i, i, i, i, i, i, i, i, buf)
+                else:
+                    sig = (buf, buf, buf, buf, i, i, i, i, i, bl, bl, f, f, i, i, buf, buf,
+                           i, i, i, i, i, i, i, i, i, buf)
+                fn = fn.compile(sig)
+            _compiled[backward, typecode] = fn
+    return _compiled[backward, typecode]
 
 
 def _scratch(typecode, n):
@@ -445,32 +507,33 @@ def _scratch(typecode, n):
 
 
 def flash_forward(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causal, scale,
-                  out, lse, nb1, nb, L, S, E, Ev):
+                  dropout_p, k1, k2, out, lse, nb1, nb, L, S, E, Ev):
     """out (nb, L, Ev) and lse (nb, L) of attention (module docstring), tiled, on all cores."""
     typecode = q.typecode
-    fwd, _ = _kernels(typecode)
+    fwd = _kernel(False, typecode)
     br, bc = block_sizes(L, S)
     size = forward_scratch_size(L, S, E, Ev, br, bc)
     units = nb * ((L + br - 1) // br)
 
     def run(u0, u1):
         fwd(q, k, v, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask, causal, scale,
-            out, lse, nb1, L, S, E, Ev, br, bc, u0, u1, _scratch(typecode, size))
+            dropout_p, k1, k2, out, lse, nb1, L, S, E, Ev, br, bc, u0, u1,
+            _scratch(typecode, size))
 
     threads.parallel_for(run, units)
 
 
 def flash_backward(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask,
-                   causal, scale, dq, dk, dv, nb1, nb, L, S, E, Ev):
+                   causal, scale, dropout_p, k1, k2, dq, dk, dv, nb1, nb, L, S, E, Ev):
     """dq, dk, dv of attention (module docstring), tiled, heads shared among the cores."""
     typecode = q.typecode
-    _, bwd = _kernels(typecode)
+    bwd = _kernel(True, typecode)
     br, bc = block_sizes(L, S)
     size = backward_scratch_size(L, S, E, Ev, br, bc)
 
     def run(b0, b1):
         bwd(q, k, v, out, dout, lse, mask, m_off, m_s0, m_s1, m_sl, m_ss, has_mask,
-            causal, scale, dq, dk, dv, nb1, L, S, E, Ev, br, bc, b0, b1,
+            causal, scale, dropout_p, k1, k2, dq, dk, dv, nb1, L, S, E, Ev, br, bc, b0, b1,
             _scratch(typecode, size))
 
     threads.parallel_for(run, nb)

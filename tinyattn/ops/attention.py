@@ -263,7 +263,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     is_causal: query i attends to keys j <= i (top-left aligned when L != S). Giving it together
         with attn_mask is an error, as in PyTorch.
     dropout_p: dropout on the attention weights, applied whenever dropout_p > 0 (this function
-        does not know about training mode: pass 0.0 when evaluating, as in PyTorch).
+        does not know about training mode: pass 0.0 when evaluating, as in PyTorch). The fused
+        kernel drops inside its tiles the weights the composed ops would drop after the same seed.
     scale (keyword-only, as in PyTorch): multiplies the scores; defaults to 1 / sqrt(E).
     enable_gqa: grouped-query attention; query has Hq heads in dim -3, key and value Hkv, and each
         key/value head serves Hq / Hkv consecutive query heads.
@@ -316,7 +317,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
     if _flash.use_fused(query, key, value, mask, dropout_p, return_weights):
         # One node, no (L, S) weights stored: kernels/flash.py (chapter 10).
-        return _flash.flash_attention(query, key, value, mask, is_causal, scale)
+        return _flash.flash_attention(query, key, value, mask, is_causal, scale, dropout_p)
     if is_causal:
         mask = causal_mask(L, S, convention="sdpa")                  # (L, S) True = may attend
     out, weights = attend(query, key, value, mask, dropout_p, scale)

@@ -4,11 +4,15 @@
                      saves lse (..., L) = log sum_j exp(s_ij); the backward recomputes the weights
                      tile by tile (kernels/flash.py has the equations and the algorithm;
                      fast/flash.py the same, tiled for the cache and threaded).
+                     With dropout_p > 0 the weights are dropped inside the kernel: the mask is
+                     a hash of the element's index and two keys drawn from the generator
+                     (saved: two ints), so the backward draws it again and nothing is (L, S).
 
-`scaled_dot_product_attention` (ops/attention.py) takes this path when it can: no dropout, no
-weights asked for, and a mask that needs no gradient. Otherwise, or inside
+`scaled_dot_product_attention` (ops/attention.py) takes this path when it can: no weights
+asked for, and a mask that needs no gradient. Otherwise, or inside
 `sdpa_kernel(SDPBackend.MATH)`, it composes matmul, softmax and matmul, which store the
-(..., L, S) weights. PyTorch chooses among its backends the same way and offers the same switch:
+(..., L, S) weights. With the same seed both paths drop the same weights (`dropout_mask`).
+PyTorch chooses among its backends the same way and offers the same switch:
 
     from tinyattn.nn.attention import sdpa_kernel, SDPBackend
     with sdpa_kernel(SDPBackend.MATH): ...              # the composed path
@@ -26,9 +30,10 @@ from .. import backend
 from .. import dtypes as _dt
 from ..autograd import Function
 from ..creation import zeros
+from ..random import default_generator
 from ..storage import _empty, _make
 from ._launch import packed
-from ._recorded import composed
+from ._recorded import composed_grads
 from .compare import where
 from .convert import to_dtype
 from .softmax import softmax
@@ -53,7 +58,7 @@ _enabled = frozenset({SDPBackend.MATH, SDPBackend.FLASH_ATTENTION})
 def sdpa_kernel(backends, set_priority=False):
     """Limit scaled_dot_product_attention to `backends` (one SDPBackend or a list) inside the
     block, as `torch.nn.attention.sdpa_kernel`. With FLASH_ATTENTION alone, an input the fused
-    kernel cannot take (dropout, a mask that needs a gradient, return_weights) raises."""
+    kernel cannot take (a mask that needs a gradient, return_weights) raises."""
     global _enabled
     if isinstance(backends, SDPBackend):
         backends = [backends]
@@ -72,10 +77,11 @@ def sdpa_kernel(backends, set_priority=False):
 class FlashAttention(Function):
     """softmax(q k^T * scale + mask) v as one node. q (nb, L, E), k (nb, S, E), v (nb, S, Ev), all
     of one float dtype with the same leading dims; `mask` None or an additive float mask of
-    the q's dtype, already a (nb0, nb1, L, S) view (strides may be 0); `causal` True for j <= i."""
+    the q's dtype, already a (nb0, nb1, L, S) view (strides may be 0); `causal` True for j <= i;
+    dropout_p > 0 drops weights with the keys of one draw of the default generator."""
 
     @staticmethod
-    def forward(ctx, q, k, v, mask, causal, scale):
+    def forward(ctx, q, k, v, mask, causal, scale, dropout_p):
         batch = q.shape[:-2]
         L, E, S, Ev = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
         nb = _shapes.numel(batch)
@@ -84,31 +90,34 @@ class FlashAttention(Function):
         out = _empty(batch + (L, Ev), q.dtype)
         lse = _empty(batch + (L,), q.dtype)
         margs = _mask_args(mask, q.dtype)
+        drop = (dropout_p,) + (default_generator.next_keys() if dropout_p > 0.0 else (0, 0))
         if nb and L:
-            backend.flash.flash_forward(q._data, k._data, v._data, *margs, causal, scale,
+            backend.flash.flash_forward(q._data, k._data, v._data, *margs, causal, scale, *drop,
                                         out._data, lse._data, nb1, nb, L, S, E, Ev)
         if ctx.needs_input_grad:
-            ctx.saved = (q, k, v, out, lse, margs, causal, scale)
+            ctx.saved = (q, k, v, out, lse, margs, causal, scale, drop)
         return out
 
     @staticmethod
     def backward(ctx, g):
-        q, k, v, out, lse, margs, causal, scale = ctx.saved
+        q, k, v, out, lse, margs, causal, scale, drop = ctx.saved
         batch = q.shape[:-2]
         L, E, S, Ev = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
         nb = _shapes.numel(batch)
         if not (nb and L):  # no queries: keys and values get no gradient
             return (_empty(q.shape, q.dtype), zeros(k.shape, dtype=q.dtype),
-                    zeros(v.shape, dtype=q.dtype), None, None, None)
+                    zeros(v.shape, dtype=q.dtype), None, None, None, None)
         dq, dk, dv = _empty(q.shape, q.dtype), _empty(k.shape, q.dtype), _empty(v.shape, q.dtype)
         backend.flash.flash_backward(q._data, k._data, v._data, out._data, packed(g)._data,
-                                     lse._data, *margs, causal, scale, dq._data, dk._data,
-                                     dv._data, batch[-1] if batch else 1, nb, L, S, E, Ev)
-        return dq, dk, dv, None, None, None
+                                     lse._data, *margs, causal, scale, *drop, dq._data,
+                                     dk._data, dv._data, batch[-1] if batch else 1, nb, L, S, E,
+                                     Ev)
+        return dq, dk, dv, None, None, None, None
 
 
-def _attention_composed(q, k, v, mask, causal, scale):
-    """FlashAttention as recorded ops: softmax(q k^T * scale + mask) v, storing the weights."""
+def _attention_composed(q, k, v, mask, causal, scale, dropout_p, keys=None):
+    """FlashAttention as recorded ops: softmax(q k^T * scale + mask) v, storing the weights; with
+    dropout, the weights times the mask the kernel drew with `keys` (dropout_mask)."""
     L, S = q.shape[-2], k.shape[-2]
     s = (q @ k.transpose(-2, -1)) * scale
     if mask is not None:
@@ -116,10 +125,18 @@ def _attention_composed(q, k, v, mask, causal, scale):
     if causal:
         above = [-math.inf if j > i else 0.0 for i in range(L) for j in range(S)]
         s = s + _make(array(q.dtype.typecode, above), (L, S), q.dtype)
-    return softmax(s, -1) @ v
+    w = softmax(s, -1)
+    if dropout_p > 0.0:
+        w = w * dropout_mask(w.shape, dropout_p, keys, q.dtype)
+    return w @ v
 
 
-FlashAttention.differentiable_backward = composed(_attention_composed)
+def _recorded_backward(ctx, g):
+    keys = ctx.saved[-1][1:]    # the draw the forward took: the same mask again
+    return composed_grads(ctx, lambda *inputs: _attention_composed(*inputs, keys=keys), g)
+
+
+FlashAttention.differentiable_backward = _recorded_backward
 
 
 def _mask_args(mask, dtype):
@@ -132,8 +149,6 @@ def _mask_args(mask, dtype):
 
 def fused_reason(query, key, value, mask, dropout_p, return_weights):
     """Why the fused kernel cannot compute this call (a phrase), or None when it can."""
-    if dropout_p > 0.0:
-        return "dropout_p > 0 (the fused kernel has no dropout)"
     if return_weights:
         return "return_weights=True (the fused kernel never forms the weights)"
     if mask is not None and mask.requires_grad:
@@ -158,10 +173,11 @@ def use_fused(query, key, value, mask, dropout_p, return_weights):
                        f"call: {why}")
 
 
-def flash_attention(q, k, v, mask, is_causal, scale):
+def flash_attention(q, k, v, mask, is_causal, scale, dropout_p=0.0):
     """The fused path of scaled_dot_product_attention, its arguments already checked there:
     q (..., L, E), k (..., S, E), v (..., S, Ev) of one float dtype; mask None, bool (True = may
-    attend) or float (added), broadcastable to (..., L, S); is_causal top-left aligned."""
+    attend) or float (added), broadcastable to (..., L, S); is_causal top-left aligned;
+    0 <= dropout_p <= 1."""
     L, S = q.shape[-2], k.shape[-2]
     batch = _shapes.broadcast_shapes("scaled_dot_product_attention", q.shape[:-2], k.shape[:-2],
                                      v.shape[:-2])
@@ -175,4 +191,17 @@ def flash_attention(q, k, v, mask, is_causal, scale):
         mask = to_dtype(mask, q.dtype).detach()
         nb1 = batch[-1] if batch else 1
         mask = mask.expand(batch + (L, S)).reshape(_shapes.numel(batch[:-1]), nb1, L, S)
-    return FlashAttention.apply(q, k, v, mask, bool(is_causal), float(scale))
+    return FlashAttention.apply(q, k, v, mask, bool(is_causal), float(scale), float(dropout_p))
+
+
+def dropout_mask(shape, dropout_p, keys, dtype=_dt.float32):
+    """The dropout factors z (shape (..., L, S): 0, or 1 / (1 - dropout_p)) that the fused kernel
+    multiplies the weights of attention by, for the draw keyed `keys` = (k1, k2): the keys a call
+    takes from the generator (`tinyattn.random.default_generator.next_keys()` after the same
+    seed). Element (b, i, j) of the flattened leading dims is z[(b L + i) S + j]: below 2^32
+    elements, the mask `dropout` draws for a tensor of this shape with the same keys."""
+    out = _empty(tuple(shape), _dt.get(dtype))
+    *batch, L, S = out.shape
+    k1, k2 = keys
+    backend.flash.dropout_mask(k1, k2, float(dropout_p), out._data, _shapes.numel(batch), L, S)
+    return out
