@@ -83,12 +83,10 @@ class FlashAttention(Function):
     @staticmethod
     def forward(ctx, q, k, v, mask, causal, scale, dropout_p):
         batch = q.shape[:-2]
+        nb, nb1 = _shapes.numel(batch), (batch[-1] if batch else 1)
         L, E, S, Ev = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
-        nb = _shapes.numel(batch)
-        nb1 = batch[-1] if batch else 1
         q, k, v = packed(q), packed(k), packed(v)
-        out = _empty(batch + (L, Ev), q.dtype)
-        lse = _empty(batch + (L,), q.dtype)
+        out, lse = _empty(batch + (L, Ev), q.dtype), _empty(batch + (L,), q.dtype)
         margs = _mask_args(mask, q.dtype)
         drop = (dropout_p,) + (default_generator.next_keys() if dropout_p > 0.0 else (0, 0))
         if nb and L:
@@ -109,9 +107,8 @@ class FlashAttention(Function):
                     zeros(v.shape, dtype=q.dtype), None, None, None, None)
         dq, dk, dv = _empty(q.shape, q.dtype), _empty(k.shape, q.dtype), _empty(v.shape, q.dtype)
         backend.flash.flash_backward(q._data, k._data, v._data, out._data, packed(g)._data,
-                                     lse._data, *margs, causal, scale, *drop, dq._data,
-                                     dk._data, dv._data, batch[-1] if batch else 1, nb, L, S, E,
-                                     Ev)
+                                     lse._data, *margs, causal, scale, *drop, dq._data, dk._data,
+                                     dv._data, batch[-1] if batch else 1, nb, L, S, E, Ev)
         return dq, dk, dv, None, None, None, None
 
 
