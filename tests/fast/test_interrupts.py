@@ -11,6 +11,7 @@ process if anything hangs."""
 import _thread
 import faulthandler
 import random
+import signal
 import threading
 import time
 
@@ -88,6 +89,18 @@ def storm(op, check, interrupts, max_delay, seed=0):
     finally:
         timer.close()
     return landed, finished
+
+
+@pytest.fixture(autouse=True)
+def ctrl_c_raises():
+    """Python's own Ctrl-C handler for the test: a process started in the background by a
+    non-interactive shell (as CI may be) inherits SIGINT ignored, and then interrupt_main() does
+    nothing at all."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 @pytest.fixture
