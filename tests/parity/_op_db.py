@@ -37,6 +37,20 @@ TIES = {"sort", "argsort", "topk", "msort"}
 
 
 
+def new_differences(found, known):
+    """The (name, kind) differences in `found` that `known` does not list, one message each."""
+    new = {}
+    for name, dtype, kind, msg in found:
+        if (name, kind) not in known:
+            new.setdefault((name, kind), f"{dtype}: {msg}")
+    return "\n".join(f"  {n} [{k}] {m}" for (n, k), m in sorted(new.items()))
+
+
+def stale_known(found, known):
+    """The entries of `known` that no longer occur in `found`."""
+    return sorted(set(known) - {(name, kind) for name, _, kind, _ in found})
+
+
 def random_sample(op, sample):
     """Is this sample's result random (a random op, or attention with dropout)?"""
     return op.name in RANDOM or bool(sample.kwargs.get("dropout_p", 0.0))

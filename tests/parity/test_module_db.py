@@ -18,6 +18,7 @@ pytest.importorskip("expecttest")
 from torch.testing._internal.common_modules import module_db  # noqa: E402
 
 import _module_db as M  # noqa: E402
+import _op_db as D  # noqa: E402
 
 KNOWN = {}
 
@@ -41,17 +42,10 @@ def test_module_db_walk_covers_the_layers_tinyattn_offers(report):
 
 
 def test_every_module_matches_pytorch_or_is_a_known_deviation(report):
-    _, found = report
-    new = {}
-    for name, dtype, kind, msg in found:
-        if (name, kind) not in KNOWN:
-            new.setdefault((name, kind), f"{dtype}: {msg}")
-    assert not new, "new differences from PyTorch:\n" + "\n".join(
-        f"  {n} [{k}] {m}" for (n, k), m in sorted(new.items()))
+    new = D.new_differences(report[1], KNOWN)
+    assert not new, "new differences from PyTorch:\n" + new
 
 
 def test_known_module_deviations_still_occur(report):
-    _, found = report
-    seen = {(name, kind) for name, _, kind, _ in found}
-    stale = sorted(set(KNOWN) - seen)
+    stale = D.stale_known(report[1], KNOWN)
     assert not stale, f"these no longer differ from PyTorch; remove them from KNOWN: {stale}"
