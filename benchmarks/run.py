@@ -13,7 +13,8 @@ Sections (all by default): matmul, softmax, sdpa, conv, overhead, steps, startup
 `--contended` runs only the training steps (transformer, GRU seq2seq, a small GPT), each beside one
 busy process per CPU (`while True: pass`, pinned nowhere): what a student's shared or busy
 machine does to them. It times tinyattn with its default threads, tinyattn with one thread, and
-PyTorch with its own default threads, side by side in alternating rounds; the goals are the
+PyTorch with its own default threads, side by side in many short alternating rounds, as the
+mean time per step (what a training run of many steps takes); the goals are the
 default at least 0.9x the speed of one thread and at least PyTorch's speed. The pool's counters
 (blocks offered, taken back, late, back-offs: tinyattn/fast/threads.py) say what the threads did.
 
@@ -792,13 +793,17 @@ def stop_busy(procs):
         p.wait()
 
 
-def _median_ms_alternating(contenders, rounds, budget):
+def _mean_ms_alternating(contenders, rounds, budget):
     """contenders: (key, setup, fn); each round runs every contender's setup() then its fn()
-    for `budget` seconds (at least 3 calls), then pauses (idle workers stop spinning). Returns
-    {key: median ms per call}."""
+    for `budget` seconds (at least 3 calls), then pauses (idle workers stop spinning). Each
+    round starts with the next contender, so that none always follows the same one. Returns
+    {key: mean ms per call}: the time a training run of many steps takes, per step. (Not the
+    median: beside busy processes a step takes its quiet time, or that plus a time slice lost to
+    another process, and the median jumps from one to the other as the mix shifts a little.)"""
     times = {key: [] for key, _, _ in contenders}
-    for _ in range(rounds):
-        for key, setup, fn in contenders:
+    for r in range(rounds):
+        k = r % len(contenders)
+        for key, setup, fn in contenders[k:] + contenders[:k]:
             setup()
             fn()                        # (the first call after a thread-count change)
             end = time.perf_counter() + budget
@@ -809,7 +814,7 @@ def _median_ms_alternating(contenders, rounds, budget):
                 times[key].append(time.perf_counter() - t0)
                 n += 1
             time.sleep(0.05)
-    return {key: statistics.median(ts) * 1e3 for key, ts in times.items()}
+    return {key: statistics.fmean(ts) * 1e3 for key, ts in times.items()}
 
 
 def bench_contended(res, torch, rounds, budget):
@@ -824,7 +829,7 @@ def bench_contended(res, torch, rounds, budget):
           f"process may use, pinned nowhere) run beside every step.\nEach step is timed in "
           f"alternating rounds ({rounds} rounds, {budget:.1f} s each): tinyattn with its default "
           f"{default} thread(s), tinyattn with 1 thread (TINYATTN_NUM_THREADS=1), and PyTorch "
-          f"with its default {torch_threads} thread(s); medians in ms per step.\nGoals: tinyattn's "
+          f"with its default {torch_threads} thread(s); mean ms per step.\nGoals: tinyattn's "
           f"default at least 0.9x the speed of its 1 thread, and at least PyTorch's speed.\n"
           f"Pool: blocks the caller offered its worker(s) in the default rounds, how many it took "
           f"back because no worker had started them, how many ended late, and how often it "
@@ -847,14 +852,14 @@ def bench_contended(res, torch, rounds, budget):
         time.sleep(0.5)
         for name, ours, theirs in steps:
             before = threads.stats()
-            medians = _median_ms_alternating(
+            means = _mean_ms_alternating(
                 [("default", lambda: backend.set_num_threads(None), ours),
                  ("one", lambda: backend.set_num_threads(1), ours)]
                 + ([("torch", lambda: None, theirs)] if theirs is not None else []),
                 rounds, budget)
             pool = {k: v - before.get(k, 0) for k, v in threads.stats().items()
                     if k != "ran_by_workers"}
-            t_def, t_one, t_torch = medians["default"], medians["one"], medians.get("torch")
+            t_def, t_one, t_torch = means["default"], means["one"], means.get("torch")
             vs_one = t_one / t_def
             vs_torch = t_torch / t_def if t_torch else None
             row = dict(section="contended", case=name, unit="ms", tinyattn=t_def,
@@ -1188,7 +1193,9 @@ def main(argv=None):
     gc.collect()
     if args.contended:
         sections = []
-        bench_contended(res, torch, rounds, budget=0.5 if args.quick else 1.0)
+        # Short rounds, many of them: beside busy processes a step's time swings with the
+        # scheduler's time slices, and long rounds leave one contender a lucky second.
+        bench_contended(res, torch, args.rounds or (12 if args.quick else 30), budget=0.2)
     else:
         print(HEADER)
         print("-" * len(HEADER))
