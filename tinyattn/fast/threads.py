@@ -107,11 +107,14 @@ _jobs_as_numbers = _SPINNING
 BACKOFF_S = 0.05
 BACKOFF_MAX_S = 2.0
 LATE_S = 50e-6
-ACCOUNT_S = 0.002           # the most saved time _judge remembers
-MISS_S = ACCOUNT_S / 2      # what a block taken back from a spinning worker costs it
-TRUSTED_S = 10.0            # hand-offs this long without a back-off: the next one is short
-# Off, the caller never takes a block back and never backs off: it waits for the workers, so
-# that a test can be sure they ran their blocks.
+# The most saved time _judge remembers: more than a quiet machine's rare hiccup (a worker stalled
+# for a few ms, a few missed claims), little beside the seconds a busy machine's back-off lasts.
+ACCOUNT_S = 0.01
+MISS_S = ACCOUNT_S / 20     # what a block taken back from a spinning worker costs it
+# Offering this long without a back-off resets it to BACKOFF_S: a busy machine loses again within
+# milliseconds of a pause's end, a quiet one only by chance, seconds later.
+TRUSTED_S = 1.0
+# Off, the caller never takes a block back or backs off: it waits for the workers (for tests).
 _adaptive = True
 
 _lock = threading.Lock()    # guards creating / replacing the workers
