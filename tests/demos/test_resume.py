@@ -180,3 +180,50 @@ def test_dates_resumed_ends_as_if_never_stopped(tmp_path, monkeypatch):
     resumed = run(tmp_path / "b", "--resume")
     assert timeless(resumed[0]) == timeless(straight[0])
     assert resumed[1] == straight[1]     # the attention snapshots too, before and after the stop
+
+
+def demo(name, *argv):
+    common_module()
+    module = runpy.run_path(str(DEMOS / f"{name}.py"), run_name=f"demo_{name}")
+    return module["main"](list(argv))
+
+
+def everything(result, out):
+    """All a demo run leaves (but timings): what main returns, metrics.json, the explorer's
+    snapshots and the bits of every saved weight."""
+    timeless = {k: v for k, v in json.loads((out / "metrics.json").read_text()).items()
+                if "second" not in k}
+    weights = ta.load(out / "checkpoint.safetensors")
+    return ({k: v for k, v in result.items() if "second" not in k}, timeless,
+            json.loads((out / "explorer.json").read_text()),
+            json.dumps(weights, default=lambda t: t.tolist(), sort_keys=True))
+
+
+@pytest.mark.jit_only
+def test_order_matters_stopped_in_its_second_model_resumes_without_retraining_the_first(
+        tmp_path, monkeypatch, capsys):
+    """Three models, one run: stopped in the middle of model (b)'s first epoch, --resume
+    trains (b) on from there (its second epoch's order drawn from the saved random stream),
+    then (c); (a) comes back from the checkpoint, not trained again."""
+    common = common_module()
+    small = ["--quick", "--epochs", "2"]          # 188 steps of 32 sentences per epoch
+    straight = everything(demo("order_matters", *small, "--out", str(tmp_path / "a")),
+                          tmp_path / "a")
+    out = tmp_path / "b"
+    monkeypatch.setenv(common.INTERRUPT_AT, "attention without positions:100")
+    with pytest.raises(common.Stopped, match="attention without positions, epoch 1, step 100 "
+                                             "saved"):
+        demo("order_matters", *small, "--out", str(out))
+    saved = ta.load(out / common.RESUME_FILE)
+    assert saved["stage"] == "attention without positions"
+    assert list(saved["state"]["curves"]) == ["bag of words"]
+    assert saved["counters"] == {"epoch": 1, "position": 3200, "step": 100}
+    capsys.readouterr()
+
+    monkeypatch.delenv(common.INTERRUPT_AT)
+    resumed = everything(demo("order_matters", *small, "--out", str(out), "--resume"), out)
+    printed = capsys.readouterr().out
+    assert "attention without positions, epoch 1, step 100" in printed
+    assert "(a) epoch" not in printed and "(c) epoch  1/2" in printed
+    assert resumed == straight                   # every loss, metric, snapshot and weight
+    assert not (out / common.RESUME_FILE).exists()
