@@ -227,3 +227,34 @@ def test_order_matters_stopped_in_its_second_model_resumes_without_retraining_th
     assert "(a) epoch" not in printed and "(c) epoch  1/2" in printed
     assert resumed == straight                   # every loss, metric, snapshot and weight
     assert not (out / common.RESUME_FILE).exists()
+
+
+@pytest.mark.jit_only
+def test_show_attend_tell_stopped_in_hard_attention_resumes_to_the_same_numbers(
+        tmp_path, monkeypatch, capsys):
+    """Stopped in the second of three models, hard attention, after it began to sample cells
+    (Python's random module and tinyattn's generator) and to keep its REINFORCE baseline, in
+    the middle of an evaluation period and of a pass over the shuffled scenes."""
+    common = common_module()
+    # 32 steps of 16 scenes: evaluations after 10, 20 and 30 (a last period of two steps without
+    # one); a pass over the 100 scenes is 6 batches; hard attention samples cells from step 9
+    # on, with a probability that grows to 1 at step 16
+    small = ["--quick", "--steps", "32", "--batch", "16", "--train-size", "100",
+             "--test-size", "20"]
+    straight = everything(demo("show_attend_tell", *small, "--out", str(tmp_path / "a")),
+                          tmp_path / "a")
+    out = tmp_path / "b"
+    monkeypatch.setenv(common.INTERRUPT_AT, "hard:11")
+    with pytest.raises(common.Stopped, match="hard, epoch 2, step 11 saved"):
+        demo("show_attend_tell", *small, "--out", str(out))
+    saved = ta.load(out / common.RESUME_FILE)
+    assert saved["stage"] == "hard" and list(saved["state"]["weights"]) == ["soft"]
+    assert set(saved["state"]["reinforce"]) == {"baseline", "var"}
+    capsys.readouterr()
+
+    monkeypatch.delenv(common.INTERRUPT_AT)
+    resumed = everything(demo("show_attend_tell", *small, "--out", str(out), "--resume"), out)
+    printed = capsys.readouterr().out
+    assert "soft attention:" not in printed and "none attention:" in printed
+    assert resumed == straight                   # every metric, snapshot and weight
+    assert not (out / common.RESUME_FILE).exists()
