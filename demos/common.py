@@ -367,8 +367,9 @@ class Training:
         ck["progress"] = None if bar is None else {
             "done": bar.done, "weights": bar.weights, "sums": dict(bar.sums),
             "elapsed": time.perf_counter() - bar.start}
-        ck["state"] = {k: v.state_dict() if hasattr(v, "state_dict") else v
-                       for k, v in {**self.state, **self._stage_state}.items()}
+        for key, state in (("state", self.state), ("stage_state", self._stage_state)):
+            ck[key] = {k: v.state_dict() if hasattr(v, "state_dict") else v
+                       for k, v in state.items()}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         ta.save(ck, self.path)      # atomic: a temporary file, then renamed over the old one
         return self.path
@@ -403,15 +404,16 @@ class Training:
             for r, saved in zip(_several(self.py_random), ck["random"]):
                 r.setstate(_tuples(saved))
         self._bar_saved = ck["progress"]
-        for k, v in {**self.state, **self._stage_state}.items():
-            saved = ck["state"][k]
-            if hasattr(v, "load_state_dict"):
-                v.load_state_dict(saved)
-            elif isinstance(v, dict):
-                v.clear()
-                v.update(saved)
-            else:
-                v[:] = saved
+        for key, state in (("state", self.state), ("stage_state", self._stage_state)):
+            for k, v in state.items():
+                saved = ck[key][k]
+                if hasattr(v, "load_state_dict"):
+                    v.load_state_dict(saved)
+                elif isinstance(v, dict):
+                    v.clear()
+                    v.update(saved)
+                else:
+                    v[:] = saved
 
 
 def _where(stage, epoch, step):

@@ -191,10 +191,12 @@ def demo(name, *argv):
 def everything(result, out):
     """All a demo run leaves (but timings): what main returns, metrics.json, the explorer's
     snapshots and the bits of every saved weight."""
-    timeless = {k: v for k, v in json.loads((out / "metrics.json").read_text()).items()
+    def timeless(d):
+        return {k: timeless(v) if isinstance(v, dict) else v for k, v in d.items()
                 if "second" not in k}
+
     weights = ta.load(out / "checkpoint.safetensors")
-    return ({k: v for k, v in result.items() if "second" not in k}, timeless,
+    return (timeless(result), timeless(json.loads((out / "metrics.json").read_text())),
             json.loads((out / "explorer.json").read_text()),
             json.dumps(weights, default=lambda t: t.tolist(), sort_keys=True))
 
@@ -249,7 +251,7 @@ def test_show_attend_tell_stopped_in_hard_attention_resumes_to_the_same_numbers(
         demo("show_attend_tell", *small, "--out", str(out))
     saved = ta.load(out / common.RESUME_FILE)
     assert saved["stage"] == "hard" and list(saved["state"]["weights"]) == ["soft"]
-    assert set(saved["state"]["reinforce"]) == {"baseline", "var"}
+    assert set(saved["stage_state"]["reinforce"]) == {"baseline", "var"}
     capsys.readouterr()
 
     monkeypatch.delenv(common.INTERRUPT_AT)
@@ -258,3 +260,25 @@ def test_show_attend_tell_stopped_in_hard_attention_resumes_to_the_same_numbers(
     assert "soft attention:" not in printed and "none attention:" in printed
     assert resumed == straight                   # every metric, snapshot and weight
     assert not (out / common.RESUME_FILE).exists()
+
+
+@pytest.mark.jit_only
+def test_long_sequences_stopped_in_bahdanau_resumes_to_the_same_numbers(tmp_path, monkeypatch,
+                                                                        capsys):
+    """Stopped in the first epoch of the second model: the fixed-context model comes back
+    from the checkpoint (and is evaluated from its weights), Bahdanau's goes on with its
+    second epoch's batches drawn from the saved random stream, then Luong's."""
+    common = common_module()
+    small = ["--quick", "--epochs", "2", "--train-size", "256"]   # 4 batches per epoch
+    straight = everything(demo("long_sequences", *small, "--out", str(tmp_path / "a")),
+                          tmp_path / "a")
+    out = tmp_path / "b"
+    monkeypatch.setenv(common.INTERRUPT_AT, "bahdanau:3")
+    with pytest.raises(common.Stopped, match="bahdanau, epoch 1, step 3 saved"):
+        demo("long_sequences", *small, "--out", str(out))
+    capsys.readouterr()
+    monkeypatch.delenv(common.INTERRUPT_AT)
+    resumed = everything(demo("long_sequences", *small, "--out", str(out), "--resume"), out)
+    printed = capsys.readouterr().out
+    assert "none     epoch" not in printed and "luong    epoch 1/2" in printed
+    assert resumed == straight
