@@ -239,6 +239,7 @@ class Training:
         # (args None: a demo's training function called on its own, as tests do: a plain loop)
         self.path = Path(out) / RESUME_FILE if args is not None else None
         self.stage, self.parts, self._stage_state = None, {}, {}
+        self.generator = self.py_random = None
         self._restart()
         self._old_handler = None
         self._stop = False

@@ -132,6 +132,52 @@ def test_checkpoint_restores_every_random_stream_and_the_epoch_position(stop_aft
     assert train(parse(["--resume"])) == straight
 
 
+@pytest.mark.parametrize("stop_in, stop_after, where", [
+    ("first", 3, "first, epoch 2, step 3"),     # a later stage not begun yet
+    ("second", 1, "second, epoch 1, step 1")])  # a finished stage not run again
+def test_stages_resume_in_the_stage_they_stopped_in(stop_in, stop_after, where, tmp_path):
+    """Two models one after another, one run: each stage's own state (a list named like one
+    of the run's) and the run's state come back; the stages before the saved one do not run."""
+    common = common_module()
+    ran = []
+
+    def train(args, stop=None):
+        weights, curves = {}, {}
+        with common.Training(args, tmp_path, state={"weights": weights, "losses": curves}) as run:
+            for name in run.stages(["first", "second"]):
+                ran.append(name)
+                ta.manual_seed(len(name))
+                model = ta.nn.Linear(3, 1)
+                opt = ta.optim.SGD(model.parameters(), lr=0.1)
+                losses, rng = [], random.Random(len(name))
+                run.begin(model=model, optimizer=opt, py_random=rng, state={"losses": losses})
+                for epoch in run.epochs(2):
+                    order = run.order(lambda: rng.sample(range(4), 4))
+                    for i in run.batches(4, 2):
+                        x = ta.tensor([[float(j), 1.0, -1.0] for j in order[i:i + 2]])
+                        loss = model(x).pow(2).mean() + rng.random()
+                        opt.zero_grad()
+                        loss.backward()
+                        opt.step()
+                        losses.append(loss.item())
+                        if stop == (name, run.step + 1):
+                            run._stop = True          # as the SIGINT handler does
+                        run.step_done()
+                curves[name], weights[name] = losses, model.state_dict()
+        return curves, {k: {n: t.tolist() for n, t in w.items()} for k, w in weights.items()}
+
+    parse = common.parser("x", "", resumable=True).parse_args
+    straight = train(parse([]))
+    with pytest.raises(common.Stopped, match=f"{where} saved"):
+        train(parse([]), stop=(stop_in, stop_after))
+    del ran[:]
+    assert train(parse(["--resume"])) == straight
+    assert ran == ["first", "second"][["first", "second"].index(stop_in):]
+    common.Training(parse([]), tmp_path, state={}).save()   # a stage this run has not got
+    with pytest.raises(SystemExit, match="stopped in None, which this run does not train"):
+        next(common.Training(parse(["--resume"]), tmp_path).stages(["first"]))
+
+
 def test_ctrl_c_prints_one_line_and_saves(tmp_path):
     """A real process: the first SIGINT lets the step finish, saves, and exits with status 130
     and one line on stderr (no traceback)."""
