@@ -185,8 +185,9 @@ def save_checkpoint(out, model, **extra):
 
 
 RESUME_FILE = "resume.safetensors"
-# A test hook (tests/demos/test_resume.py): TINYATTN_DEMO_INTERRUPT_AT=N sends this process the
-# SIGINT of a Ctrl-C at the end of training step N, the same path a key press takes.
+# A test hook (tests/demos/test_resume.py): TINYATTN_DEMO_INTERRUPT_AT=N (STAGE:N in a run of
+# stages) sends this process the SIGINT of a Ctrl-C at the end of training step N, the same path
+# a key press takes.
 INTERRUPT_AT = "TINYATTN_DEMO_INTERRUPT_AT"
 
 
@@ -228,7 +229,8 @@ class Training:
                 for epoch in run.epochs(n_epochs): ...
                 done[name] = m.state_dict()
 
-    Each stage counts its epochs and steps from 1 and 0; the stages before the saved one are
+    Each stage counts its epochs and steps from 1 and 0, and may keep state of its own
+    (`begin(..., state=...)`, saved apart from the run's); the stages before the saved one are
     not run again: what they left is in `state`."""
 
     def __init__(self, args, out, *, model=None, optimizer=None, scheduler=None,
