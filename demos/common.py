@@ -185,8 +185,9 @@ def save_checkpoint(out, model, **extra):
 
 
 RESUME_FILE = "resume.safetensors"
-# A test hook (tests/demos/test_resume.py): TINYATTN_DEMO_INTERRUPT_AT=N sends this process the
-# SIGINT of a Ctrl-C at the end of training step N, the same path a key press takes.
+# A test hook (tests/demos/test_resume.py): TINYATTN_DEMO_INTERRUPT_AT=N (STAGE:N in a run of
+# stages) sends this process the SIGINT of a Ctrl-C at the end of training step N, the same path
+# a key press takes.
 INTERRUPT_AT = "TINYATTN_DEMO_INTERRUPT_AT"
 
 
@@ -212,28 +213,77 @@ class Training:
     The checkpoint holds the model's, optimizer's and scheduler's state_dicts, the epoch, the
     position in the epoch's data order and that order, the step count, the state of tinyattn's
     global generator, of `generator` (a `ta.Generator`) and of `py_random` (a `random.Random`,
-    or the `random` module), the progress bar's running sums, and `state`: lists (refilled in
-    place) and objects with `state_dict` / `load_state_dict`. It is written atomically (ta.save),
-    so a second Ctrl-C while it is written leaves the previous one whole. A run resumed with the
-    same flags takes the same steps with the same numbers as one never stopped
-    (tests/demos/test_resume.py). The file is removed when the training ends."""
+    the `random` module, or a tuple of them), the progress bar's running sums, and `state`:
+    lists (refilled in place), dicts (likewise) and objects with `state_dict` /
+    `load_state_dict`. It is written atomically (ta.save), so a second Ctrl-C while it is
+    written leaves the previous one whole. A run resumed with the same flags takes the same
+    steps with the same numbers as one never stopped (tests/demos/test_resume.py). The file is
+    removed when the training ends.
 
-    def __init__(self, args, out, *, model, optimizer, scheduler=None, generator=None,
-                 py_random=None, state=None):
-        self.parts = {"model": model, "optimizer": optimizer}
-        if scheduler is not None:
-            self.parts["scheduler"] = scheduler
-        self.generator, self.py_random, self.state = generator, py_random, state or {}
+    A demo that trains several models one after another (order_matters: three) makes each a
+    stage of one run, so that one `--resume` continues the whole run:
+
+        with common.Training(args, out, state={"weights": done}) as run:
+            for name in run.stages(names):      # from the stage the checkpoint stopped in on
+                run.begin(model=m, optimizer=opt, ...)   # restored if it stopped in this stage
+                for epoch in run.epochs(n_epochs): ...
+                done[name] = m.state_dict()
+
+    Each stage counts its epochs and steps from 1 and 0, and may keep state of its own
+    (`begin(..., state=...)`, saved apart from the run's); the stages before the saved one are
+    not run again: what they left is in `state`."""
+
+    def __init__(self, args, out, *, model=None, optimizer=None, scheduler=None,
+                 generator=None, py_random=None, state=None):
+        self.state = state or {}
         self.config = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
                        if k not in ("out", "resume")} if args is not None else {}
         # (args None: a demo's training function called on its own, as tests do: a plain loop)
         self.path = Path(out) / RESUME_FILE if args is not None else None
-        self.epoch, self.position, self.step = 1, 0, 0
-        self._order = self._bar = self._bar_saved = self._old_handler = None
-        self._next = 0
+        self.stage, self.parts, self._stage_state = None, {}, {}
+        self.generator = self.py_random = None
+        self._restart()
+        self._old_handler = None
         self._stop = False
+        self._saved = None          # the checkpoint to continue, until its stage begins
         if getattr(args, "resume", None) is not None:
-            self.load(self.path if args.resume is True else Path(args.resume))
+            self._saved = self._read(self.path if args.resume is True else Path(args.resume))
+        if model is not None:
+            self.begin(model=model, optimizer=optimizer, scheduler=scheduler,
+                       generator=generator, py_random=py_random)
+
+    def _restart(self):
+        self.epoch, self.position, self.step = 1, 0, 0
+        self._order = self._bar = self._bar_saved = None
+        self._next = 0
+
+    # ------------------------------------------------------------------ stages
+    def stages(self, names):
+        """Each stage's name, from the one the checkpoint stopped in on (see the docstring)."""
+        names = list(names)
+        first = 0
+        if self._saved is not None:
+            if self._saved["stage"] not in names:
+                raise SystemExit(f"--resume: the checkpoint stopped in {self._saved['stage']!r}, "
+                                 f"which this run does not train ({', '.join(names)})")
+            first = names.index(self._saved["stage"])
+        for name in names[first:]:
+            self.stage = name
+            self._restart()
+            yield name
+
+    def begin(self, *, model, optimizer, scheduler=None, generator=None, py_random=None,
+              state=None):
+        """The stage's model, optimizer, ... (given to the constructor when there are no
+        stages), and `state` to save for this stage only; all restored from the checkpoint
+        when it stopped in this stage."""
+        self.parts = {"model": model, "optimizer": optimizer}
+        if scheduler is not None:
+            self.parts["scheduler"] = scheduler
+        self.generator, self.py_random, self._stage_state = generator, py_random, state or {}
+        if self._saved is not None and self._saved["stage"] == self.stage:
+            saved, self._saved = self._saved, None
+            self._restore(saved)
 
     # ------------------------------------------------------------------ the loop
     def epochs(self, last):
@@ -268,7 +318,8 @@ class Training:
         """Call at the end of each training step: counts it, and stops here after a Ctrl-C."""
         self.step += 1
         self.position = self._next
-        if self.path is not None and os.environ.get(INTERRUPT_AT) == str(self.step):
+        if self.path is not None and os.environ.get(INTERRUPT_AT) in (
+                str(self.step), f"{self.stage}:{self.step}"):
             if self._old_handler is not None:
                 signal.raise_signal(signal.SIGINT)   # runs _on_sigint before it returns
             else:
@@ -300,30 +351,34 @@ class Training:
             self.save()
             if self._bar is not None and self._bar.live:
                 self._bar.stream.write("\n")
-            raise Stopped(f"interrupted: epoch {self.epoch}, step {self.step} saved to "
-                          f"{self.path}; continue with --resume")
+            where = _where(self.stage, self.epoch, self.step)
+            raise Stopped(f"interrupted: {where} saved to {self.path}; continue with --resume")
 
     # ------------------------------------------------------------------ the checkpoint
     def save(self):
         import tinyattn as ta
         ck = {name: part.state_dict() for name, part in self.parts.items()}
+        ck["stage"] = self.stage
         ck["counters"] = {"epoch": self.epoch, "position": self.position, "step": self.step}
         ck["order"] = self._order
         ck["config"] = self.config
         ck["rng"] = ta.get_rng_state()
         ck["generator"] = list(self.generator.get_state()) if self.generator else None
-        ck["random"] = _plain(self.py_random.getstate()) if self.py_random else None
+        ck["random"] = None if self.py_random is None else [
+            _plain(r.getstate()) for r in _several(self.py_random)]
         bar = self._bar
         ck["progress"] = None if bar is None else {
             "done": bar.done, "weights": bar.weights, "sums": dict(bar.sums),
             "elapsed": time.perf_counter() - bar.start}
-        ck["state"] = {k: v.state_dict() if hasattr(v, "state_dict") else v
-                       for k, v in self.state.items()}
+        for key, state in (("state", self.state), ("stage_state", self._stage_state)):
+            ck[key] = {k: v.state_dict() if hasattr(v, "state_dict") else v
+                       for k, v in state.items()}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         ta.save(ck, self.path)      # atomic: a temporary file, then renamed over the old one
         return self.path
 
-    def load(self, path):
+    def _read(self, path):
+        """The checkpoint at `path`, if a run with these settings saved it."""
         import tinyattn as ta
         if not path.exists():
             raise SystemExit(f"--resume: no checkpoint at {path} (Ctrl-C during training "
@@ -334,6 +389,12 @@ class Training:
                             if ck["config"].get(k) != self.config.get(k))
             raise SystemExit(f"--resume: {path} was saved by a run with other settings "
                              f"({', '.join(differ)}); give the same flags")
+        c = ck["counters"]
+        print(f"resuming from {path}: {_where(ck['stage'], c['epoch'], c['step'])}", flush=True)
+        return ck
+
+    def _restore(self, ck):
+        import tinyattn as ta
         for name, part in self.parts.items():
             part.load_state_dict(ck[name])
         c = ck["counters"]
@@ -343,14 +404,27 @@ class Training:
         if self.generator is not None:
             self.generator.set_state(ck["generator"])
         if self.py_random is not None:
-            self.py_random.setstate(_tuples(ck["random"]))
+            for r, saved in zip(_several(self.py_random), ck["random"]):
+                r.setstate(_tuples(saved))
         self._bar_saved = ck["progress"]
-        for k, v in self.state.items():
-            if hasattr(v, "load_state_dict"):
-                v.load_state_dict(ck["state"][k])
-            else:
-                v[:] = ck["state"][k]
-        print(f"resuming from {path}: epoch {self.epoch}, step {self.step}", flush=True)
+        for key, state in (("state", self.state), ("stage_state", self._stage_state)):
+            for k, v in state.items():
+                saved = ck[key][k]
+                if hasattr(v, "load_state_dict"):
+                    v.load_state_dict(saved)
+                elif isinstance(v, dict):
+                    v.clear()
+                    v.update(saved)
+                else:
+                    v[:] = saved
+
+
+def _where(stage, epoch, step):
+    return f"{'' if stage is None else f'{stage}, '}epoch {epoch}, step {step}"
+
+
+def _several(py_random):
+    return py_random if isinstance(py_random, (tuple, list)) else (py_random,)
 
 
 def _plain(value):

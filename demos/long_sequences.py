@@ -2,6 +2,7 @@
 
     python demos/long_sequences.py            # three models, about 2 minutes on 2 cores
     python demos/long_sequences.py --quick    # a short run (the test suite's smoke test)
+    python demos/long_sequences.py --resume   # after Ctrl-C: on from where it stopped
 
 The task: reverse a sequence of 5 to 40 letters ("k q b r" -> "r b q k"). Three GRU
 encoder-decoders of the same size learn it from the same examples, for the same number of steps:
@@ -54,12 +55,13 @@ def text(tokens):
 
 
 def batches(examples, batch_size, rng):
-    """Mini-batches of similar lengths (sort within chunks of 16 batches) in random order: a batch
-    of 40-letter inputs padded from 5 would spend most of its steps on padding."""
+    """Mini-batches of similar lengths (sort within chunks of 16 batches) in random order, as
+    lists of indices into `examples`: a batch of 40-letter inputs padded from 5 would spend
+    most of its steps on padding."""
     chunk = 16 * batch_size
     out = []
     for i in range(0, len(examples), chunk):
-        part = sorted(examples[i:i + chunk], key=lambda e: len(e[0]))
+        part = sorted(range(i, min(i + chunk, len(examples))), key=lambda j: len(examples[j][0]))
         out += [part[j:j + batch_size] for j in range(0, len(part), batch_size)]
     rng.shuffle(out)
     return out
@@ -81,11 +83,16 @@ def train_step(model, optimizer, batch, clip):
     return loss.item(), hits / real.sum().item()
 
 
-def train(kind, data, epochs, batch_size, lr, seed, on_step=None):
-    """Train one model on `data` (the same examples for every kind); returns (model, losses).
+def make_model(kind):
+    return nn.Seq2Seq(VOCAB, VOCAB, embed_size=32, hidden_size=64, attention=kind)
+
+
+def train(run, kind, data, epochs, batch_size, lr, seed, on_step=None):
+    """Train one model on `data` (the same examples for every kind): one stage of `run`
+    (common.Training), from the step a checkpoint stopped at, if any. Returns (model, losses).
     on_step(model, step) runs before the first step and after every step."""
     ta.manual_seed(seed)  # all three start from the same encoder weights
-    model = nn.Seq2Seq(VOCAB, VOCAB, embed_size=32, hidden_size=64, attention=kind)
+    model = make_model(kind)
     optimizer = optim.Adam(model.parameters(), lr=lr)
     rng = random.Random(seed)
     per_epoch = -(-len(data) // batch_size)
@@ -94,18 +101,22 @@ def train(kind, data, epochs, batch_size, lr, seed, on_step=None):
     warmup = min(50, total // 10 + 1)
     scheduler = optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min(1.0, (s + 1) / warmup) * max(0.05, 1.0 - s / total))
-    losses, step = [], 0
-    if on_step is not None:
+    losses = []
+    run.begin(model=model, optimizer=optimizer, scheduler=scheduler, py_random=rng,
+              state={"losses": losses})
+    if on_step is not None and run.step == 0:
         on_step(model, 0)
-    for epoch in range(1, epochs + 1):
-        with common.Progress(len(data), f"{kind:8} epoch {epoch}/{epochs}") as bar:
-            for batch in batches(data, batch_size, rng):
+    for epoch in run.epochs(epochs):
+        order = run.order(lambda: batches(data, batch_size, rng))
+        with run.progress(len(data), f"{kind:8} epoch {epoch}/{epochs}") as bar:
+            for i in run.batches(len(order), 1):
+                batch = [data[j] for j in order[i]]
                 loss, acc = train_step(model, optimizer, batch, clip=1.0)
                 scheduler.step()
-                step += 1
                 if on_step is not None:
-                    on_step(model, step)
+                    on_step(model, run.step + 1)
                 bar.update(len(batch), loss=loss, acc=acc)
+                run.step_done()
         losses.append(bar.means()["loss"])
     return model, losses
 
@@ -125,7 +136,7 @@ def evaluate(model, test, batch_size=200):
 
 
 def main(argv=None):
-    parser = common.parser("long_sequences", __doc__)
+    parser = common.parser("long_sequences", __doc__, resumable=True)
     parser.add_argument("--epochs", type=int, default=None, help="epochs per model (default 6)")
     parser.add_argument("--train-size", type=int, default=None,
                         help="training sequences (default 8000)")
@@ -169,15 +180,25 @@ def main(argv=None):
         return lambda model, step: step in snap_at and snaps.add(step, explored(kind, model))
 
     start = time.perf_counter()
-    models, losses, results, seconds = {}, {}, {}, {}
-    for kind in KINDS:
-        t0 = time.perf_counter()
-        models[kind], losses[kind] = train(kind, data, epochs, args.batch_size, args.lr,
-                                           args.seed, snapshot(kind))
-        results[kind] = evaluate(models[kind], test)
-        seconds[kind] = time.perf_counter() - t0
-        acc = sum(r[1] for r in results[kind]) / len(test)
-        print(f"{kind}: letter accuracy {acc:.1%} on the test set ({seconds[kind]:.0f} s)\n")
+    models, losses, results, seconds, weights = {}, {}, {}, {}, {}
+    # one run of three stages: Ctrl-C saves where it was, --resume goes on from there (the
+    # models finished before it are not trained again: their weights and results are saved)
+    with common.Training(args, out, state={"weights": weights, "losses": losses,
+                                           "seconds": seconds, "snapshots": snaps.steps}) as run:
+        for kind in run.stages(KINDS):
+            t0 = time.perf_counter()
+            models[kind], losses[kind] = train(run, kind, data, epochs, args.batch_size,
+                                               args.lr, args.seed, snapshot(kind))
+            weights[kind] = models[kind].state_dict()
+            results[kind] = evaluate(models[kind], test)
+            seconds[kind] = time.perf_counter() - t0
+            acc = sum(r[1] for r in results[kind]) / len(test)
+            print(f"{kind}: letter accuracy {acc:.1%} on the test set ({seconds[kind]:.0f} s)\n")
+    for kind in KINDS:      # finished before a --resume: evaluated with the weights it saved
+        if kind not in models:
+            models[kind] = make_model(kind)
+            models[kind].load_state_dict(weights[kind])
+            results[kind] = evaluate(models[kind], test)
     total_seconds = time.perf_counter() - start
 
     metrics = {"seconds": total_seconds}

@@ -2,6 +2,7 @@
 
     python demos/order_matters.py           # three models, about half a minute
     python demos/order_matters.py --quick   # a smaller version (the test suite runs this)
+    python demos/order_matters.py --resume  # after Ctrl-C: on from where it stopped
 
 The task: is a short review positive or negative? Every review holds one positive and one negative
 word, and one of them is negated:
@@ -208,34 +209,43 @@ def accuracy(model, data, index, batch_size=256):
     return correct / len(data)
 
 
-def train(name, model, train_data, index, epochs, batch_size, lr, seed, on_step=None):
+def shuffled_indices(n, rng):
+    """range(n) shuffled: the order of shuffling n sentences, as indices (a small checkpoint)."""
+    perm = list(range(n))
+    rng.shuffle(perm)
+    return perm
+
+
+def train(run, name, model, train_data, index, epochs, batch_size, lr, seed, on_step=None):
     """Adam on the cross-entropy, the learning rate annealed to 0 along a cosine, one progress
-    bar per epoch; returns the mean loss of each epoch. on_step(step) runs before the first
-    step and after every step."""
+    bar per epoch: one stage of `run` (common.Training), from the step a checkpoint stopped at,
+    if any. Returns the mean loss of each epoch. on_step(step) runs before the first step and
+    after every step."""
     order = random.Random(seed)
     opt = ta.optim.Adam(model.parameters(), lr=lr)
     steps = epochs * math.ceil(len(train_data) / batch_size)
     schedule = ta.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
-    losses, step = [], 0
-    if on_step is not None:
+    losses = []
+    run.begin(model=model, optimizer=opt, scheduler=schedule, py_random=order,
+              state={"losses": losses})
+    if on_step is not None and run.step == 0:
         on_step(0)
-    for epoch in range(1, epochs + 1):
-        data = list(train_data)
-        order.shuffle(data)
-        with common.Progress(len(data), desc=f"{name} epoch {epoch:2d}/{epochs}") as bar:
-            for i in range(0, len(data), batch_size):
-                tokens, labels = encode(data[i:i + batch_size], index)
+    for epoch in run.epochs(epochs):
+        perm = run.order(lambda: shuffled_indices(len(train_data), order))
+        with run.progress(len(perm), desc=f"{name} epoch {epoch:2d}/{epochs}") as bar:
+            for i in run.batches(len(perm), batch_size):
+                tokens, labels = encode([train_data[j] for j in perm[i:i + batch_size]], index)
                 logits, _ = model(tokens)
                 loss = F.cross_entropy(logits, labels)
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
                 schedule.step()
-                step += 1
                 if on_step is not None:
-                    on_step(step)
+                    on_step(run.step + 1)
                 acc = (logits.argmax(-1) == labels).float().mean().item()
                 bar.update(len(labels), loss=loss.item(), acc=acc)
+                run.step_done()
         losses.append(bar.means()["loss"])
     return losses
 
@@ -326,7 +336,7 @@ def show_attention(models, pair, index, out):
 
 
 def main(argv=None):
-    parser = common.parser("order_matters", __doc__)
+    parser = common.parser("order_matters", __doc__, resumable=True)
     parser.add_argument("--epochs", type=int, default=None,
                         help="epochs per model (default 12; 6 with --quick)")
     args = parser.parse_args(argv)
@@ -372,23 +382,31 @@ def main(argv=None):
     steps = epochs * math.ceil(len(train_data) / 32)
     snap_at, snaps = set(common.snapshot_steps(steps)), viz.Snapshots()
     curves, metrics = {}, {}
-    for letter, (name, model) in zip("abc", models.items()):
-        n_params = sum(p.numel() for p in model.parameters())
-        print(f"\n({letter}) {name}, {n_params:,} parameters")
-        t0 = time.perf_counter()
-        on_step = None if letter == "a" else (
-            lambda step, name=name: step in snap_at and snaps.add(step, explored(name)))
-        curves[name] = train(f"({letter})", model, train_data, index, epochs, 32, 5e-3,
-                             args.seed, on_step)
-        key = keys[name]
+    # one run of three stages: Ctrl-C saves where it was, --resume goes on from there (the
+    # models finished before it are not trained again: their weights and results are saved)
+    with common.Training(args, out, state={"curves": curves, "metrics": metrics,
+                                           "snapshots": snaps.steps,
+                                           "models": nn.ModuleDict(models)}) as run:
+        for name in run.stages(models):
+            letter, model = "abc"[list(models).index(name)], models[name]
+            n_params = sum(p.numel() for p in model.parameters())
+            print(f"\n({letter}) {name}, {n_params:,} parameters")
+            t0 = time.perf_counter()
+            on_step = None if letter == "a" else (
+                lambda step, name=name: step in snap_at and snaps.add(step, explored(name)))
+            curves[name] = train(run, f"({letter})", model, train_data, index, epochs, 32, 5e-3,
+                                 args.seed, on_step)
+            key = keys[name]
+            model.eval()
+            metrics[f"{key}_test_acc"] = accuracy(model, test_data, index)
+            metrics[f"{key}_train_acc"] = accuracy(model, train_data, index)
+            metrics[f"{key}_same_answer_pairs"] = same_answer_pairs(model, test_data, index)
+            metrics[f"{key}_seconds"] = time.perf_counter() - t0
+            print(f"    held-out accuracy {metrics[f'{key}_test_acc']:.1%} (training sentences "
+                  f"{metrics[f'{key}_train_acc']:.1%}); both sentences of a pair get the same "
+                  f"answer in {metrics[f'{key}_same_answer_pairs']:.0%} of the held-out pairs")
+    for model in models.values():   # (one finished before a --resume is in training mode)
         model.eval()
-        metrics[f"{key}_test_acc"] = accuracy(model, test_data, index)
-        metrics[f"{key}_train_acc"] = accuracy(model, train_data, index)
-        metrics[f"{key}_same_answer_pairs"] = same_answer_pairs(model, test_data, index)
-        metrics[f"{key}_seconds"] = time.perf_counter() - t0
-        print(f"    held-out accuracy {metrics[f'{key}_test_acc']:.1%} (training sentences "
-              f"{metrics[f'{key}_train_acc']:.1%}); both sentences of a pair get the same "
-              f"answer in {metrics[f'{key}_same_answer_pairs']:.0%} of the held-out pairs")
 
     gap = shuffle_gap(models["attention without positions"], test_data[:200], index,
                       random.Random(args.seed))

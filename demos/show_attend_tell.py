@@ -20,7 +20,7 @@ Three models share the encoder and decoder and differ only in the context z_t th
 - no attention:    z_t = the mean of the grid, the same at every step (the baseline).
 
     python demos/show_attend_tell.py [--quick] [--seed N] [--out DIR] [--steps N]
-                                     [--models soft,hard,none]
+                                     [--models soft,hard,none] [--resume]
 
 Writes OUT/metrics.json, OUT/captions_<n>.svg (one panel per word, soft and hard side by side),
 OUT/curves.svg (caption accuracy and localisation during training) and OUT/checkpoint.safetensors
@@ -30,7 +30,7 @@ import math
 import random
 import time
 
-import common  # noqa: F401  (puts the checkout on sys.path)
+import common
 
 import tinyattn as ta
 import tinyattn.nn.functional as F
@@ -376,9 +376,10 @@ def evaluate(model, images, tokens, objects, batch=250):
     return exact, (loc_hits / loc_total if loc_total else None), counts, generated, attention
 
 
-def train(mode, data, test, args, out, on_eval=None):
-    """Train one model; returns (model, history, seconds). on_eval(model, step) runs before
-    the first step and at every evaluation."""
+def train(run, mode, data, test, args, on_eval=None):
+    """Train one model: one stage of `run` (common.Training), from the step a checkpoint stopped
+    at, if any. Returns (model, history, losses, seconds). on_eval(model, step) runs before the
+    first step and at every evaluation."""
     images, tokens, _ = data
     ta.manual_seed(args.seed)
     random.seed(args.seed)
@@ -387,45 +388,52 @@ def train(mode, data, test, args, out, on_eval=None):
     total = args.steps
     scheduler = optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min(1.0, (s + 1) / 100) * (0.5 + 0.5 * math.cos(math.pi * s / total)))
-    n_params = sum(p.numel() for p in model.parameters())
-    print(f"\n{mode} attention: {n_params:,} parameters, {total} steps of {args.batch}")
+    print(f"\n{mode} attention: {sum(p.numel() for p in model.parameters()):,} parameters, "
+          f"{total} steps of {args.batch}")
     order = list(range(images.shape[0]))
     rng = random.Random(args.seed)
-    state, history, losses, pos = {}, [], [], len(order)
+    state, history, losses = {}, [], []
+    # hard attention draws from Python's random module (Captioner._how) and tinyattn's generator
+    run.begin(model=model, optimizer=optimizer, scheduler=scheduler, py_random=(rng, random),
+              state={"order": order, "reinforce": state, "history": history, "losses": losses})
     start = time.perf_counter()
     every = max(1, total // args.evals)
-    if on_eval is not None:
+    per_pass = max(1, len(order) // args.batch)     # batches per shuffled pass over the scenes
+    if on_eval is not None and run.step == 0:
         on_eval(model, 0)
-    bar = common.Progress(every * args.batch, f"{mode} 1/{args.evals}")
-    for step in range(total):
-        if pos + args.batch > len(order):
-            rng.shuffle(order)
-            pos = 0
-        idx = ta.tensor(order[pos:pos + args.batch])
-        pos += args.batch
-        # hard attention: every batch reads the soft context for the first quarter of training,
-        # then fewer and fewer, none for the second half (see soft_fraction in Captioner.forward)
-        soft = min(1.0, max(0.0, 2.0 - 4.0 * step / total))
-        loss, caption_loss, exact = step_loss(model, images[idx], tokens[idx], state,
-                                              args.ds_weight, args.entropy_weight, soft)
-        optimizer.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-        bar.update(args.batch, loss=caption_loss, exact=exact)
-        if (step + 1) % every == 0:
-            losses.append(bar.close()["loss"])
-            n = min(200, test[0].shape[0])
-            ex, loc, _, _, _ = evaluate(model, test[0][:n], test[1][:n], test[2][:n])
-            history.append((step + 1, ex, loc))
-            if on_eval is not None:
-                on_eval(model, step + 1)
-            print(f"    step {step + 1}: held-out exact {ex:.1%}"
-                  + (f", localisation {loc:.1%}" if loc is not None else ""), flush=True)
-            k = len(history) + 1
-            if step + 1 < total:
-                bar = common.Progress(every * args.batch, f"{mode} {k}/{args.evals}")
+    periods = -(-total // every)                    # an evaluation ends each full one
+    for k in run.epochs(periods):
+        first = (k - 1) * every
+        chunk = min(every, total - first)
+        with run.progress(chunk * args.batch, f"{mode} {k}/{periods}") as bar:
+            for i in run.batches(chunk, 1):
+                step = first + i
+                if step % per_pass == 0:
+                    rng.shuffle(order)
+                at = step % per_pass * args.batch
+                idx = ta.tensor(order[at:at + args.batch])
+                # hard attention: every batch reads the soft context for the first quarter,
+                # then fewer and fewer, none in the second half (Captioner.forward)
+                soft = min(1.0, max(0.0, 2.0 - 4.0 * step / total))
+                loss, caption_loss, exact = step_loss(model, images[idx], tokens[idx], state,
+                                                      args.ds_weight, args.entropy_weight, soft)
+                optimizer.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                scheduler.step()
+                bar.update(args.batch, loss=caption_loss, exact=exact)
+                run.step_done()
+        if chunk < every:
+            continue
+        losses.append(bar.means()["loss"])
+        n = min(200, test[0].shape[0])
+        ex, loc, _, _, _ = evaluate(model, test[0][:n], test[1][:n], test[2][:n])
+        history.append((first + chunk, ex, loc))
+        if on_eval is not None:
+            on_eval(model, first + chunk)
+        print(f"    step {first + chunk}: held-out exact {ex:.1%}"
+              + (f", localisation {loc:.1%}" if loc is not None else ""), flush=True)
     seconds = time.perf_counter() - start
     return model, history, losses, seconds
 
@@ -480,7 +488,7 @@ def explored(model, test, n=2):
 
 
 def main(argv=None):
-    parser = common.parser("show_attend_tell", __doc__)
+    parser = common.parser("show_attend_tell", __doc__, resumable=True)
     parser.add_argument("--steps", type=int, default=None,
                         help="training steps per model (default 1600; quick 60)")
     parser.add_argument("--train-size", type=int, default=None,
@@ -519,27 +527,34 @@ def main(argv=None):
         print(f"    {' '.join(caption_words(test[2][k]))}")
     viz.print_image(test[0][0], title=" ".join(caption_words(test[2][0])))
 
-    models, metrics, curves, curves_loss = {}, {}, {}, {}
-    snaps = viz.Snapshots()
-    for mode in modes:
-        on_eval = None if mode == "none" else (
-            lambda m, step: snaps.add(step, explored(m, test)))
-        model, history, losses, seconds = train(mode, data, test, args, out, on_eval)
-        models[mode] = model
-        curves_loss.setdefault("first", losses)
-        exact, loc, counts, _, _ = evaluate(model, *test)
-        name = {"none": "no_attention"}.get(mode, mode)
-        metrics[f"exact_{name}"] = exact
-        metrics[f"seconds_{name}"] = seconds
-        for n_obj, acc in counts.items():
-            metrics[f"exact_{name}_{n_obj}_objects"] = acc
-        if loc is not None:
-            metrics[f"localisation_{mode}"] = loc
-        curves[mode] = history
-        print(f"{mode}: held-out exact captions {exact:.1%}"
-              + (f", localisation {loc:.1%}" if loc is not None else "")
-              + "; by objects: " + ", ".join(f"{k}: {v:.1%}" for k, v in counts.items())
-              + f"; trained in {seconds:.0f} s")
+    models, metrics, curves, curves_loss, weights, snaps = {}, {}, {}, {}, {}, viz.Snapshots()
+    # one run of up to three stages: Ctrl-C saves where it was, --resume goes on from there (the
+    # models finished before it are not trained again: their weights and results are saved)
+    with common.Training(args, out, state={"weights": weights, "metrics": metrics,
+                                           "curves": curves, "curves_loss": curves_loss,
+                                           "snapshots": snaps.steps}) as run:
+        for mode in run.stages(modes):
+            on_eval = None if mode == "none" else (
+                lambda m, step: snaps.add(step, explored(m, test)))
+            model, history, losses, seconds = train(run, mode, data, test, args, on_eval)
+            models[mode], weights[mode] = model, model.state_dict()
+            curves_loss.setdefault("first", losses)
+            exact, loc, counts, _, _ = evaluate(model, *test)
+            name = {"none": "no_attention"}.get(mode, mode)
+            metrics[f"exact_{name}"] = exact
+            metrics[f"seconds_{name}"] = seconds
+            for n_obj, acc in counts.items():
+                metrics[f"exact_{name}_{n_obj}_objects"] = acc
+            if loc is not None:
+                metrics[f"localisation_{mode}"] = loc
+            curves[mode] = history
+            print(f"{mode}: held-out exact captions {exact:.1%}"
+                  + (f", localisation {loc:.1%}" if loc is not None else "")
+                  + "; by objects: " + ", ".join(f"{k}: {v:.1%}" for k, v in counts.items())
+                  + f"; trained in {seconds:.0f} s")
+    for mode in modes:      # in --models order; one finished before a --resume: its saved weights
+        models[mode] = models.pop(mode, None) or Captioner(mode, feed=args.feed)
+        models[mode].load_state_dict(weights[mode])
 
     if "soft" in models or "hard" in models:
         paths = draw_examples(models, test, out)
@@ -548,12 +563,10 @@ def main(argv=None):
         ids, alpha = shown.caption(test[0][:1])
         ids = ids[0].tolist()
         words = [VOCAB[i] for i in (ids[:ids.index(EOS)] if EOS in ids else ids)]
-        for t, w in enumerate(words):
-            if w == ",":
-                continue
+        t = next((t for t, w in enumerate(words) if w != ","), None)
+        if t is not None:
             viz.print_image(test[0][0], overlay=alpha[0, t].view(GRID, GRID),
-                            title=f"{shown.mode} attention for {w!r}")
-            break
+                            title=f"{shown.mode} attention for {words[t]!r}")
     series = {}
     for mode, history in curves.items():
         series[f"{mode}: exact captions"] = [(s, e) for s, e, _ in history]

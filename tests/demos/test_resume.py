@@ -132,6 +132,52 @@ def test_checkpoint_restores_every_random_stream_and_the_epoch_position(stop_aft
     assert train(parse(["--resume"])) == straight
 
 
+@pytest.mark.parametrize("stop_in, stop_after, where", [
+    ("first", 3, "first, epoch 2, step 3"),     # a later stage not begun yet
+    ("second", 1, "second, epoch 1, step 1")])  # a finished stage not run again
+def test_stages_resume_in_the_stage_they_stopped_in(stop_in, stop_after, where, tmp_path):
+    """Two models one after another, one run: each stage's own state (a list named like one
+    of the run's) and the run's state come back; the stages before the saved one do not run."""
+    common = common_module()
+    ran = []
+
+    def train(args, stop=None):
+        weights, curves = {}, {}
+        with common.Training(args, tmp_path, state={"weights": weights, "losses": curves}) as run:
+            for name in run.stages(["first", "second"]):
+                ran.append(name)
+                ta.manual_seed(len(name))
+                model = ta.nn.Linear(3, 1)
+                opt = ta.optim.SGD(model.parameters(), lr=0.1)
+                losses, rng = [], random.Random(len(name))
+                run.begin(model=model, optimizer=opt, py_random=rng, state={"losses": losses})
+                for epoch in run.epochs(2):
+                    order = run.order(lambda: rng.sample(range(4), 4))
+                    for i in run.batches(4, 2):
+                        x = ta.tensor([[float(j), 1.0, -1.0] for j in order[i:i + 2]])
+                        loss = model(x).pow(2).mean() + rng.random()
+                        opt.zero_grad()
+                        loss.backward()
+                        opt.step()
+                        losses.append(loss.item())
+                        if stop == (name, run.step + 1):
+                            run._stop = True          # as the SIGINT handler does
+                        run.step_done()
+                curves[name], weights[name] = losses, model.state_dict()
+        return curves, {k: {n: t.tolist() for n, t in w.items()} for k, w in weights.items()}
+
+    parse = common.parser("x", "", resumable=True).parse_args
+    straight = train(parse([]))
+    with pytest.raises(common.Stopped, match=f"{where} saved"):
+        train(parse([]), stop=(stop_in, stop_after))
+    del ran[:]
+    assert train(parse(["--resume"])) == straight
+    assert ran == ["first", "second"][["first", "second"].index(stop_in):]
+    common.Training(parse([]), tmp_path, state={}).save()   # a stage this run has not got
+    with pytest.raises(SystemExit, match="stopped in None, which this run does not train"):
+        next(common.Training(parse(["--resume"]), tmp_path).stages(["first"]))
+
+
 def test_ctrl_c_prints_one_line_and_saves(tmp_path):
     """A real process: the first SIGINT lets the step finish, saves, and exits with status 130
     and one line on stderr (no traceback)."""
@@ -180,3 +226,105 @@ def test_dates_resumed_ends_as_if_never_stopped(tmp_path, monkeypatch):
     resumed = run(tmp_path / "b", "--resume")
     assert timeless(resumed[0]) == timeless(straight[0])
     assert resumed[1] == straight[1]     # the attention snapshots too, before and after the stop
+
+
+def demo(name, *argv):
+    common_module()
+    module = runpy.run_path(str(DEMOS / f"{name}.py"), run_name=f"demo_{name}")
+    return module["main"](list(argv))
+
+
+def everything(result, out):
+    """All a demo run leaves (but timings): what main returns, metrics.json, the explorer's
+    snapshots and the bits of every saved weight."""
+    def timeless(d):
+        return {k: timeless(v) if isinstance(v, dict) else v for k, v in d.items()
+                if "second" not in k}
+
+    weights = ta.load(out / "checkpoint.safetensors")
+    return (timeless(result), timeless(json.loads((out / "metrics.json").read_text())),
+            json.loads((out / "explorer.json").read_text()),
+            json.dumps(weights, default=lambda t: t.tolist(), sort_keys=True))
+
+
+@pytest.mark.jit_only
+def test_order_matters_stopped_in_its_second_model_resumes_without_retraining_the_first(
+        tmp_path, monkeypatch, capsys):
+    """Three models, one run: stopped in the middle of model (b)'s first epoch, --resume
+    trains (b) on from there (its second epoch's order drawn from the saved random stream),
+    then (c); (a) comes back from the checkpoint, not trained again."""
+    common = common_module()
+    small = ["--quick", "--epochs", "2"]          # 188 steps of 32 sentences per epoch
+    straight = everything(demo("order_matters", *small, "--out", str(tmp_path / "a")),
+                          tmp_path / "a")
+    out = tmp_path / "b"
+    monkeypatch.setenv(common.INTERRUPT_AT, "attention without positions:100")
+    with pytest.raises(common.Stopped, match="attention without positions, epoch 1, step 100 "
+                                             "saved"):
+        demo("order_matters", *small, "--out", str(out))
+    saved = ta.load(out / common.RESUME_FILE)
+    assert saved["stage"] == "attention without positions"
+    assert list(saved["state"]["curves"]) == ["bag of words"]
+    assert saved["counters"] == {"epoch": 1, "position": 3200, "step": 100}
+    capsys.readouterr()
+
+    monkeypatch.delenv(common.INTERRUPT_AT)
+    resumed = everything(demo("order_matters", *small, "--out", str(out), "--resume"), out)
+    printed = capsys.readouterr().out
+    assert "attention without positions, epoch 1, step 100" in printed
+    assert "(a) epoch" not in printed and "(c) epoch  1/2" in printed
+    assert resumed == straight                   # every loss, metric, snapshot and weight
+    assert not (out / common.RESUME_FILE).exists()
+
+
+@pytest.mark.jit_only
+def test_show_attend_tell_stopped_in_hard_attention_resumes_to_the_same_numbers(
+        tmp_path, monkeypatch, capsys):
+    """Stopped in the second of three models, hard attention, after it began to sample cells
+    (Python's random module and tinyattn's generator) and to keep its REINFORCE baseline, in
+    the middle of an evaluation period and of a pass over the shuffled scenes."""
+    common = common_module()
+    # 32 steps of 16 scenes: evaluations after 10, 20 and 30 (a last period of two steps without
+    # one); a pass over the 100 scenes is 6 batches; hard attention samples cells from step 9
+    # on, with a probability that grows to 1 at step 16
+    small = ["--quick", "--steps", "32", "--batch", "16", "--train-size", "100",
+             "--test-size", "20"]
+    straight = everything(demo("show_attend_tell", *small, "--out", str(tmp_path / "a")),
+                          tmp_path / "a")
+    out = tmp_path / "b"
+    monkeypatch.setenv(common.INTERRUPT_AT, "hard:11")
+    with pytest.raises(common.Stopped, match="hard, epoch 2, step 11 saved"):
+        demo("show_attend_tell", *small, "--out", str(out))
+    saved = ta.load(out / common.RESUME_FILE)
+    assert saved["stage"] == "hard" and list(saved["state"]["weights"]) == ["soft"]
+    assert set(saved["stage_state"]["reinforce"]) == {"baseline", "var"}
+    capsys.readouterr()
+
+    monkeypatch.delenv(common.INTERRUPT_AT)
+    resumed = everything(demo("show_attend_tell", *small, "--out", str(out), "--resume"), out)
+    printed = capsys.readouterr().out
+    assert "soft attention:" not in printed and "none attention:" in printed
+    assert resumed == straight                   # every metric, snapshot and weight
+    assert not (out / common.RESUME_FILE).exists()
+
+
+@pytest.mark.jit_only
+def test_long_sequences_stopped_in_bahdanau_resumes_to_the_same_numbers(tmp_path, monkeypatch,
+                                                                        capsys):
+    """Stopped in the first epoch of the second model: the fixed-context model comes back
+    from the checkpoint (and is evaluated from its weights), Bahdanau's goes on with its
+    second epoch's batches drawn from the saved random stream, then Luong's."""
+    common = common_module()
+    small = ["--quick", "--epochs", "2", "--train-size", "256"]   # 4 batches per epoch
+    straight = everything(demo("long_sequences", *small, "--out", str(tmp_path / "a")),
+                          tmp_path / "a")
+    out = tmp_path / "b"
+    monkeypatch.setenv(common.INTERRUPT_AT, "bahdanau:3")
+    with pytest.raises(common.Stopped, match="bahdanau, epoch 1, step 3 saved"):
+        demo("long_sequences", *small, "--out", str(out))
+    capsys.readouterr()
+    monkeypatch.delenv(common.INTERRUPT_AT)
+    resumed = everything(demo("long_sequences", *small, "--out", str(out), "--resume"), out)
+    printed = capsys.readouterr().out
+    assert "none     epoch" not in printed and "luong    epoch 1/2" in printed
+    assert resumed == straight
