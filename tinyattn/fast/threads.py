@@ -112,7 +112,7 @@ LATE_S = 50e-6
 ACCOUNT_S = 0.01
 MISS_S = ACCOUNT_S / 20     # what a block taken back from a spinning worker costs it
 # Offering this long without a back-off resets it to BACKOFF_S: a busy machine loses again within
-# milliseconds of a pause's end, a quiet one only by chance, seconds later.
+# milliseconds of offering again, a quiet one only by chance, seconds later.
 TRUSTED_S = 1.0
 # Off, the caller never takes a block back or backs off: it waits for the workers (for tests).
 _adaptive = True
@@ -132,7 +132,7 @@ _handoff = 0
 _account = 0.0              # seconds the workers saved lately, less what they lost (_judge)
 _backoff = BACKOFF_S        # the next pause in offering
 _solo_until = 0.0           # time.perf_counter() until which the caller offers nothing
-_solo_ended = 0.0           # ... and when the last such pause ended
+_solo_ended = 0.0           # ... and when the caller offered again after the last one
 _stats = {"offered": 0, "taken_back": 0, "late": 0, "backoffs": 0}
 
 
@@ -437,7 +437,7 @@ def _solo():
     if _solo_until:
         if _adaptive and time.perf_counter() < _solo_until:
             return True
-        _solo_ended, _solo_until = _solo_until, 0.0
+        _solo_ended, _solo_until = time.perf_counter(), 0.0
     return False
 
 
@@ -460,10 +460,10 @@ def _judge(missed, own, wait, waited):
     costs MISS_S: more threads want to run than there are cores, and a spinning worker is one
     more, which takes its share of the cores from the caller too. Below zero, the caller runs
     everything itself for _backoff seconds, doubled each time it happens again (up to
-    BACKOFF_MAX_S), and BACKOFF_S again after TRUSTED_S seconds without one; meanwhile the
-    workers stop spinning and sleep. A block taken back from a worker that was not spinning
-    (asleep, or on its way back to its spin loop, which needs the GIL) counts for nothing: that
-    follows a pause, not a busy machine."""
+    BACKOFF_MAX_S), and BACKOFF_S again after offering for TRUSTED_S seconds without one;
+    meanwhile the workers stop spinning and sleep. A block taken back from a worker that was
+    not spinning (asleep, or on its way back to its spin loop, which needs the GIL) counts for
+    nothing: that follows a pause, not a busy machine."""
     global _account, _backoff, _solo_until
     if waited and wait > 1.5 * own + LATE_S:
         _stats["late"] += 1
