@@ -7,11 +7,17 @@ threaded products, backward passes, training steps and bare parallel_for/run_two
 each interrupt the same op runs again, uninterrupted, and must give exactly the result it gave
 before the storm. At the end the pool lock is free, the workers are alive, and a worker still
 runs blocks (its count of blocks run, threads.stats, grows: not a timing). A watchdog ends the
-process if anything hangs."""
+process if anything hangs.
+
+Random timing rarely lands in the pool's few bytecodes that matter, such as the moment a lock is
+taken: `interrupt_at` also interrupts a threaded op at every point where CPython can deliver a
+signal in tinyattn/fast/threads.py, one point per run, in turn."""
 import _thread
+import dis
 import faulthandler
 import random
 import signal
+import sys
 import threading
 import time
 
@@ -118,13 +124,7 @@ def pool(monkeypatch):
 
 
 def assert_pool_whole():
-    assert not threads._busy._is_owned() and not threads._in_use
-    got = []        # another thread can take the pool lock (and gives it back): nobody holds it
-    t = threading.Thread(target=lambda: got.append(
-        threads._busy.acquire(blocking=False) and (threads._busy.release() or True)))
-    t.start()
-    t.join()
-    assert got == [True]
+    assert not threads._in_use
     workers = threads._workers
     assert workers and all(w._thread.is_alive() for w in workers)
     for w in workers:
@@ -250,4 +250,114 @@ def test_interrupted_training_steps_leave_the_library_whole(pool, monkeypatch):
     assert landed >= 100 and finished > 0
     check()
     assert_still_threaded(monkeypatch, lambda: gradients())
+    assert_pool_whole()
+
+
+# Where CPython 3.11 looks for a pending signal (and so raises KeyboardInterrupt): a function's
+# first instruction (RESUME), after a call returns, after a backward jump.
+_CALLS = {dis.opmap[name] for name in ("CALL", "CALL_FUNCTION_EX") if name in dis.opmap}
+_BACK = {code for name, code in dis.opmap.items()
+         if "BACKWARD" in name and "NO_INTERRUPT" not in name}
+
+
+def interrupt_at(op, k):
+    """op() with a KeyboardInterrupt raised at the k-th signal check in threads.py's frames on
+    this thread; the point's name, or None if op() ran to the end (k is past the last point)."""
+    count = [0]
+    last = {}
+
+    def local(frame, event, arg):
+        if event == "opcode":
+            code = frame.f_code.co_code
+            prev = last.get(frame)
+            last[frame] = frame.f_lasti
+            if prev is None or code[prev] in _CALLS or code[prev] in _BACK:
+                count[0] += 1
+                if count[0] == k:
+                    raise KeyboardInterrupt(f"{frame.f_code.co_name}, line {frame.f_lineno}")
+        return local
+
+    def on_call(frame, event, arg):
+        if frame.f_code.co_filename != threads.__file__:
+            return None
+        frame.f_trace_opcodes = True
+        return local
+
+    sys.settrace(on_call)
+    try:
+        op()
+        return None
+    except KeyboardInterrupt as exc:
+        return str(exc)
+    finally:
+        sys.settrace(None)
+
+
+def every_point(op, monkeypatch, adaptive):
+    """Interrupt op() at each point in turn; after each, the pool is whole, op() is right again
+    and its worker still runs blocks. Returns how many points there were."""
+    want = op()
+    k = 1
+    while True:
+        monkeypatch.setattr(threads, "_adaptive", adaptive)
+        monkeypatch.setattr(threads, "_solo_until", 0.0)   # (the slow traced run: no back-off)
+        where = interrupt_at(op, k)
+        if where is None:
+            return k - 1
+        assert not threads._in_use, where
+        assert op() == want, where
+        monkeypatch.setattr(threads, "_adaptive", False)
+        before = threads.stats()["ran_by_workers"]
+        for _ in range(20):     # (a worker put to sleep by the slow traced run wakes up)
+            op()
+            if threads.stats()["ran_by_workers"] > before:
+                break
+        assert threads.stats()["ran_by_workers"] > before, f"not threaded after {where}"
+        k += 1
+
+
+@pytest.mark.parametrize("adaptive", [False, True], ids=["waiting", "taking back"])
+def test_an_interrupt_at_any_point_of_the_pool_leaves_it_whole(monkeypatch, adaptive):
+    faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)
+    old = threads.num_threads()
+    threads.set_num_threads(2)
+    try:
+        n = 64
+        out = [0] * n
+
+        def fill(start, stop):
+            for i in range(start, stop):
+                out[i] = i * i + start
+
+        def op():
+            out[:] = [0] * n
+            threads.parallel_for(fill, n)
+            first = list(out)
+            threads.run_two(lambda a, b: fill(0, n // 2), lambda a, b: fill(n // 2, n))
+            return first, list(out)
+
+        assert every_point(op, monkeypatch, adaptive) > 30
+        assert_pool_whole()
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+        threads.set_num_threads(old)
+
+
+@pytest.mark.jit_only
+@pytest.mark.parametrize("adaptive", [False, True], ids=["waiting", "taking back"])
+def test_an_interrupt_at_any_point_of_a_product_and_its_backward_leaves_the_library_whole(
+        pool, monkeypatch, adaptive):
+    """Compiled blocks handed over as numbers (the product) and two products at once (the
+    backward pass's mm_pair)."""
+    g = ta.Generator().manual_seed(3)
+    a = ta.randn(128, 256, generator=g, requires_grad=True)
+    b = ta.randn(256, 128, generator=g, requires_grad=True)
+
+    def op():
+        a.grad = b.grad = None
+        out = a @ b
+        out.sum().backward()
+        return _values(out, a.grad, b.grad)
+
+    assert every_point(op, monkeypatch, adaptive) > 40
     assert_pool_whole()

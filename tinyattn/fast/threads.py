@@ -44,10 +44,13 @@ thread is making things worse: the caller stops offering for a while (``BACKOFF_
 doubled each time it happens again, at most ``BACKOFF_MAX_S``) and runs the same blocks itself,
 in order (so the results are the same), then offers again (`_judge`).
 
-Ctrl-C. A KeyboardInterrupt reaches the calling thread between any two bytecodes. Whatever it
-interrupts, parallel_for takes back every block no worker took, waits for those running (they
-write into the op's buffers, which the next op may be handed), releases the pool, and re-raises:
-the pool is whole and the next op threaded (tests/fast/test_interrupts.py).
+Ctrl-C. A KeyboardInterrupt reaches the calling thread at a function's start, after a call or
+at a loop's backward jump. Whatever it interrupts, parallel_for takes back every block no worker
+took, waits for those running (they write into the op's buffers, which the next op may be
+handed), frees the pool (`_in_use`: no lock, whose acquire() an interrupt could follow), and
+re-raises; a block an interrupt left pending is settled before its worker gets the next. The
+pool is whole and the next op threaded: tests/fast/test_interrupts.py interrupts every such
+point of a threaded op in turn.
 
 Interpreted (``NUMBA_DISABLE_JIT=1``) nothing spins: the workers sleep between jobs.
 
@@ -118,10 +121,12 @@ TRUSTED_S = 1.0
 _adaptive = True
 
 _lock = threading.Lock()    # guards creating / replacing the workers
-# Held by the parallel_for that is using the workers. An RLock because it knows its owner:
-# parallel_for releases it if this thread owns it, whichever bytecode an interrupt stopped at.
-_busy = threading.RLock()
-_in_use = False             # _busy is held (for busy(): an RLock cannot say so)
+# A parallel_for (or set_num_threads) is using the workers. Tested and set with no call and no
+# backward jump in between, and cleared in a `finally`: CPython looks for a signal, and lets
+# another thread run, only at a function's start, after a call and at a backward jump, so no
+# Ctrl-C and no other thread can come between the test and the set, or leave it set (a lock's
+# acquire() is a call: an interrupt right after it leaves the lock taken).
+_in_use = False
 _workers = None             # created on first use, see _get_workers
 _num_threads = 1            # set_num_threads' count (the calling thread included)
 _flags = array("q", bytes(8 * jobs.WORDS * MAX_THREADS))   # worker i's words from i * WORDS
@@ -305,6 +310,8 @@ class _Worker:
         """Offer fn(start, stop); with ``job = (kind, post, args)``, `kind` a runner's
         (jobs.register), as numbers: post(_jobs, at, worker, start, stop, *args) writes the
         block's words and the worker's spin loop runs the runner on them without the GIL."""
+        if _flags[self._w + DONE] < self._seq:  # an interrupt left the last block pending
+            self.settle()
         runner = 0
         if job is not None and _jobs_as_numbers:
             runner = jobs.entry(job[0])
@@ -351,14 +358,22 @@ class _Worker:
 
 def set_num_threads(n):
     """Use ``n`` threads from now on (``n >= 1``; at most MAX_THREADS run)."""
-    global _num_threads, _workers
+    global _num_threads, _workers, _in_use
     n = max(1, min(int(n), MAX_THREADS))
-    with _lock, _busy:
-        old = _workers
-        _workers = None
-        _num_threads = n
-        # stopped before new workers can take over their words in _flags
-        _quietly(w.stop for w in old or ())
+    with _lock:
+        while True:             # wait for a parallel_for of another thread to end (_in_use)
+            if not _in_use:
+                _in_use = True
+                break
+            time.sleep(1e-4)
+        try:
+            old = _workers
+            _workers = None
+            _num_threads = n
+            # stopped before new workers can take over their words in _flags
+            _quietly(w.stop for w in old or ())
+        finally:
+            _in_use = False
 
 
 def _quietly(calls):
@@ -397,10 +412,9 @@ def _get_workers():
 
 def _forget_workers_after_fork():
     # A forked child has only the thread that forked: the workers' threads are gone.
-    global _workers, _lock, _busy, _in_use
+    global _workers, _lock, _in_use
     _workers = None
     _lock = threading.Lock()
-    _busy = threading.RLock()
     _in_use = False
 
 
@@ -480,8 +494,8 @@ def _judge(missed, own, wait, waited):
 
 def _share(here, h0, h1, offers, job):
     """here(h0, h1) on this thread while each worker w of `offers` (w, fn, start, stop) may run
-    fn(start, stop); the caller takes back and runs those no worker claimed. Called holding
-    _busy. Raises the first exception of a block after all blocks ended; an interrupt (any
+    fn(start, stop); the caller takes back and runs those no worker claimed. Called with
+    _in_use set. Raises the first exception of a block after all blocks ended; an interrupt (any
     exception from the pool itself) settles every offer first."""
     error = None
     try:
@@ -521,13 +535,6 @@ def _share(here, h0, h1, offers, job):
         raise error
 
 
-def _release():
-    global _in_use
-    if _busy._is_owned():
-        _in_use = False
-        _busy.release()
-
-
 def _in_order(fn, n, parts):
     # The blocks a threaded run would have made, one after the other: the same results.
     for start, stop in split(n, parts):
@@ -541,19 +548,15 @@ def run_two(first, second, job=None):
     one thread, the workers taken, or a busy machine, both run here, first then second. An
     exception in either is raised after both finished."""
     global _in_use
-    if _num_threads < 2 or busy():
+    if _num_threads < 2 or _solo() or _in_use:
         first(0, 1)
         second(0, 1)
         return
+    _in_use = True              # (see _in_use: nothing may come between the test and here)
     try:
-        if not _busy.acquire(blocking=False):
-            first(0, 1)
-            second(0, 1)
-            return
-        _in_use = True
         _share(first, 0, 1, [(_get_workers()[0], second, 0, 1)], job)
     finally:
-        _release()
+        _in_use = False
 
 
 def parallel_for(fn, n, min_chunk=1, job=None):
@@ -577,14 +580,11 @@ def parallel_for(fn, n, min_chunk=1, job=None):
     if parts <= 1:
         fn(0, n)
         return
-    if busy():
+    if _solo() or _in_use:      # a busy machine, or another parallel_for has the workers
         _in_order(fn, n, parts)
         return
+    _in_use = True              # (see _in_use: nothing may come between the test and here)
     try:
-        if not _busy.acquire(blocking=False):      # another thread has the workers
-            _in_order(fn, n, parts)
-            return
-        _in_use = True
         workers = _get_workers()
         if parts == 2:
             # Two cores, the common case, without the block list: split(n, 2) written out, a
@@ -597,4 +597,4 @@ def parallel_for(fn, n, min_chunk=1, job=None):
             _share(fn, blocks[0][0], blocks[0][1],
                    [(w, fn, start, stop) for w, (start, stop) in zip(workers, blocks[1:])], job)
     finally:
-        _release()
+        _in_use = False
