@@ -56,7 +56,7 @@ STEP = (
     ("matmul", "_blocked", "f"),
     ("matmul", "_post_blocks", "f", "@q i i i i T i i i i i T i i i i i T i i i i i i T"),
     ("threads", "_spin_above", "q", "T i i i"),
-    ("jobs", "serve", "q", "T i i i T i"),
+    ("jobs", "serve", "q", "T i i i i T i"),
     ("threads", "_publish", "q", "T i i"),
     ("threads", "_take", "q", "T i i"),
     ("matmul", "_run_blocks_f", "q", "i"),

@@ -175,13 +175,15 @@ GO, CLAIM, DONE, SLEEPING, SEEN, RAN, SPINNING = 0, 1, 8, 9, 10, 11, 12
 WORDS = 16
 
 @kernel
-def serve(flags, w, turns, handoff, jobs, at):
+def serve(flags, w, done, turns, handoff, jobs, at):
     """A worker between jobs, without the GIL. Its words in `flags` start at `w` (threads.py):
     w + GO the caller's last job number, w + CLAIM the last one taken (by either side), w + DONE
     the last one this worker finished, w + SLEEPING whether the caller sleeps waiting for it,
     w + SEEN the last job number this loop saw, w + RAN how many jobs it ran, w + SPINNING 1
     while this loop runs (a job it did not claim then went to a worker without a core).
 
+    First publishes `done` in DONE, the Python job this worker has just run (0: none): here,
+    after the worker let go of the GIL, so the caller that sees it can take the GIL at once.
     Spins (at most `turns` turns each time) for a job number above SEEN in GO and claims it with
     compare_and_swap(CLAIM: go - 1 -> go): if the caller took that job back first, the claim
     fails and the loop spins on. A claimed compiled job (jobs[at] != 0) runs here and its number
@@ -189,7 +191,11 @@ def serve(flags, w, turns, handoff, jobs, at):
 
     Returns the number of a claimed Python job (after `handoff` more turns: time for the caller
     to drop the GIL), -1 if no job came in `turns` turns (the worker goes to sleep), or -2 after
-    a compiled job if the caller sleeps (the worker wakes it)."""
+    a job if the caller sleeps (the worker wakes it)."""
+    if done > 0:
+        store_release(flags, w + DONE, done)
+        if load_acquire(flags, w + SLEEPING) != 0:
+            return -2
     seen = flags[w + SEEN]
     flags[w + SPINNING] = 1
     while True:

@@ -44,13 +44,11 @@ thread is making things worse: the caller stops offering for a while (``BACKOFF_
 doubled each time it happens again, at most ``BACKOFF_MAX_S``) and runs the same blocks itself,
 in order (so the results are the same), then offers again (`_judge`).
 
-Ctrl-C. A KeyboardInterrupt reaches the calling thread at a function's start, after a call or
-at a loop's backward jump. Whatever it interrupts, parallel_for takes back every block no worker
-took, waits for those running (they write into the op's buffers, which the next op may be
-handed), frees the pool (`_in_use`: no lock, whose acquire() an interrupt could follow), and
-re-raises; a block an interrupt left pending is settled before its worker gets the next. The
-pool is whole and the next op threaded: tests/fast/test_interrupts.py interrupts every such
-point of a threaded op in turn.
+Ctrl-C. A KeyboardInterrupt reaches the calling thread at a function's start, after a call or at
+a backward jump. Wherever it lands, parallel_for takes back every block no worker took, waits
+for those running (they write into the op's buffers, which the next op may be handed), frees the
+pool (`_in_use`, not a lock) and re-raises; a block left pending is settled before its worker
+gets the next. tests/fast/test_interrupts.py interrupts every such point in turn.
 
 Interpreted (``NUMBA_DISABLE_JIT=1``) nothing spins: the workers sleep between jobs.
 
@@ -86,10 +84,8 @@ MAX_THREADS = 8
 
 def _env_us(name, default):
     env = os.environ.get(name, "").strip()
-    if not env:
-        return default
     try:
-        value = float(env)
+        value = float(env) if env else default
     except ValueError:
         value = -1.0
     if not value >= 0:
@@ -100,9 +96,7 @@ def _env_us(name, default):
 SPIN_US = _env_us("TINYATTN_SPIN_US", 5000.0)  # how long an idle worker spins before it sleeps
 HANDOFF_US = 2.0                               # see the module docstring: the GIL hand-off
 _SPINNING = not numba.config.DISABLE_JIT and SPIN_US > 0
-# Hand a job with a runner (parallel_for's `job`) over as numbers. benchmarks/threads.py turns
-# it off to time the difference.
-_jobs_as_numbers = _SPINNING
+_jobs_as_numbers = _SPINNING   # parallel_for's `job` as numbers (off: benchmarks/threads.py)
 
 # Busy machines (module docstring, _judge): how long the caller stops offering blocks, at first
 # and at most; the slack a worker's block may end after the caller's own before it counts as
@@ -121,11 +115,10 @@ TRUSTED_S = 1.0
 _adaptive = True
 
 _lock = threading.Lock()    # guards creating / replacing the workers
-# A parallel_for (or set_num_threads) is using the workers. Tested and set with no call and no
-# backward jump in between, and cleared in a `finally`: CPython looks for a signal, and lets
-# another thread run, only at a function's start, after a call and at a backward jump, so no
-# Ctrl-C and no other thread can come between the test and the set, or leave it set (a lock's
-# acquire() is a call: an interrupt right after it leaves the lock taken).
+# A parallel_for (or set_num_threads) is using the workers. Tested and set with no call or backward
+# jump between, cleared in a `finally`: CPython looks for signals and switches threads only at a
+# function's start, after a call and at a backward jump, so neither can come between the test and
+# the set (a lock's acquire() is a call: an interrupt right after it leaves the lock taken).
 _in_use = False
 _workers = None             # created on first use, see _get_workers
 _num_threads = 1            # set_num_threads' count (the calling thread included)
@@ -134,7 +127,7 @@ JOB_WORDS = 32              # int64s per worker in _jobs: a compiled job's words
 _jobs = array("q", bytes(8 * JOB_WORDS * MAX_THREADS))
 _spins = 0                  # spin turns in SPIN_US and HANDOFF_US, measured on first use
 _handoff = 0
-_account = 0.0              # seconds the workers saved lately, less what they lost (_judge)
+_account = ACCOUNT_S        # seconds the workers saved lately, less what they lost (_judge)
 _backoff = BACKOFF_S        # the next pause in offering
 _solo_until = 0.0           # time.perf_counter() until which the caller offers nothing
 _solo_ended = 0.0           # ... and when the caller offered again after the last one
@@ -184,9 +177,13 @@ else:
             return True
 
 
-def _serve_python(flags, w, turns, handoff, jobs_, at):
-    """jobs.serve where nothing spins: claim a new job (a Python call) and return its number, or
-    return -1 (nothing new, or the caller took it back)."""
+def _serve_python(flags, w, done, turns, handoff, jobs_, at):
+    """jobs.serve where nothing spins: publish `done`; claim a new job (a Python call) and return
+    its number, or return -1 (nothing new, or the caller took it back)."""
+    if done > 0:
+        flags[w + DONE] = done
+        if flags[w + SLEEPING]:
+            return -2
     go = flags[w + GO]
     if go > flags[w + SEEN]:
         flags[w + SEEN] = go
@@ -213,7 +210,7 @@ def _calibrate():
         return
     flags, i64 = numba.typeof(_flags), types.int64
     _spin_entry = _spin_above.compile((flags, i64, i64, i64))   # compiles, or loads the cache
-    _serve_entry = jobs.serve.compile((flags,) + (i64,) * 3 + (flags, i64))
+    _serve_entry = jobs.serve.compile((flags,) + (i64,) * 4 + (flags, i64))
     _publish_entry = _publish.compile((flags, i64, i64))
     _take_entry = _take.compile((flags, i64, i64))
     probe = len(_flags) - 1             # a word nobody writes: the loop runs all its turns
@@ -256,11 +253,13 @@ class _Worker:
         w = self._w
         if self._caller_cpu >= 0:
             jobs.move_off(self._caller_cpu)
+        finished = 0            # the Python job just run, which serve publishes without the GIL
         while True:
             # Spins; claims jobs and runs the compiled ones itself (jobs.py); returns for a
             # claimed Python job.
-            got = _serve_entry(_flags, w, _spins, _handoff, _jobs, self._at)
-            if got == -2:               # the caller sleeps through a compiled job: wake it
+            got = _serve_entry(_flags, w, finished, _spins, _handoff, _jobs, self._at)
+            finished = 0
+            if got == -2:               # the caller sleeps through a job: wake it
                 self._finished.set()
                 continue
             if got < 0:
@@ -288,9 +287,7 @@ class _Worker:
             # Hold nothing of the job while idle: its closure refers to the op's buffers, which
             # are handed to later ops once nothing refers to them (recycle.py).
             fn = None
-            _publish_entry(_flags, w + DONE, got)
-            if _flags[w + SLEEPING]:
-                self._finished.set()
+            finished = got
 
     def _signal(self, job, runner=0):
         self._job = job
@@ -499,10 +496,12 @@ def _share(here, h0, h1, offers, job):
     exception from the pool itself) settles every offer first."""
     error = None
     try:
-        for w, fn, start, stop in offers:
-            w.offer(fn, start, stop, job)
         _stats["offered"] += len(offers)
         t0 = time.perf_counter()
+        # Nothing between the last offer and here(): a worker given a Python block takes the GIL
+        # once it has spun HANDOFF_US, and finds it free only if here() has dropped it by then.
+        for w, fn, start, stop in offers:
+            w.offer(fn, start, stop, job)
         try:
             here(h0, h1)
         except Exception as exc:
