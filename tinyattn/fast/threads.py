@@ -107,7 +107,7 @@ LATE_S = 50e-6
 # The most saved time _judge remembers: more than a quiet machine's rare hiccup (a worker stalled
 # for a few ms, a few missed claims), little beside the seconds a busy machine's back-off lasts.
 ACCOUNT_S = 0.01
-MISS_S = ACCOUNT_S / 20     # what a block taken back from a spinning worker costs it
+MISS_S = 100e-6            # the least a block taken back from a spinning worker costs it
 # Offering this long without a back-off resets it to BACKOFF_S: a busy machine loses again within
 # milliseconds of offering again, a quiet one only by chance, seconds later.
 TRUSTED_S = 1.0
@@ -468,17 +468,18 @@ def _judge(missed, own, wait, waited):
     on it, about `own`, less the wait: a worker that lost its core in the middle of its block
     (a busy machine) loses milliseconds. A block taken back from a spinning worker (one with a
     core claims it within a microsecond: this one was waiting for a core) saved nothing and
-    costs MISS_S: more threads want to run than there are cores, and a spinning worker is one
-    more, which takes its share of the cores from the caller too. Below zero, the caller runs
-    everything itself for _backoff seconds, doubled each time it happens again (up to
-    BACKOFF_MAX_S), and BACKOFF_S again after offering for TRUSTED_S seconds without one;
-    meanwhile the workers stop spinning and sleep. A block taken back from a worker that was
+    costs the time it went unclaimed, `own`, at least MISS_S: more threads want to run than
+    there are cores, and a spinning worker is one more, which takes its share of the cores from
+    the caller too (a quiet machine's worker stalled a moment costs that moment). Below zero,
+    the caller runs everything itself for _backoff seconds, doubled each time it happens again
+    (up to BACKOFF_MAX_S), and BACKOFF_S again after offering for TRUSTED_S seconds without
+    one; meanwhile the workers stop spinning and sleep. A block taken back from a worker that was
     not spinning (asleep, or on its way back to its spin loop, which needs the GIL) counts for
     nothing: that follows a pause, not a busy machine."""
     global _account, _backoff, _solo_until
     if waited and wait > 1.5 * own + LATE_S:
         _stats["late"] += 1
-    _account = min(_account + (own - wait if waited else 0.0) - MISS_S * missed, ACCOUNT_S)
+    _account = min(_account + (own - wait if waited else 0) - max(own, MISS_S) * missed, ACCOUNT_S)
     if _account < 0:
         now = time.perf_counter()
         if now - _solo_ended > TRUSTED_S:
