@@ -107,7 +107,7 @@ LATE_S = 50e-6
 # The most saved time _judge remembers: more than a quiet machine's rare hiccup (a worker stalled
 # for a few ms, a few missed claims), little beside the seconds a busy machine's back-off lasts.
 ACCOUNT_S = 0.01
-MISS_S = 100e-6            # the least a block taken back from a spinning worker costs it
+MISS_S = 300e-6            # the least a block taken back from a spinning worker costs it
 # Offering this long without a back-off resets it to BACKOFF_S: a busy machine loses again within
 # milliseconds of offering again, a quiet one only by chance, seconds later.
 TRUSTED_S = 1.0
