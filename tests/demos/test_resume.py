@@ -247,34 +247,40 @@ def everything(result, out):
             json.dumps(weights, default=lambda t: t.tolist(), sort_keys=True))
 
 
+def stop_and_resume(name, small, stop_at, stopped_at, tmp_path, monkeypatch, capsys):
+    """Demo `name` run straight, and run again stopped by Ctrl-C at `stop_at` (the test hook)
+    then resumed: (straight, the checkpoint the stop saved, resumed, what the resumed run
+    printed), each run as `everything` sees it."""
+    common = common_module()
+    straight = everything(demo(name, *small, "--out", str(tmp_path / "a")), tmp_path / "a")
+    out = tmp_path / "b"
+    monkeypatch.setenv(common.INTERRUPT_AT, stop_at)
+    with pytest.raises(common.Stopped, match=f"{stopped_at} saved"):
+        demo(name, *small, "--out", str(out))
+    saved = ta.load(out / common.RESUME_FILE)
+    capsys.readouterr()
+    monkeypatch.delenv(common.INTERRUPT_AT)
+    resumed = everything(demo(name, *small, "--out", str(out), "--resume"), out)
+    assert not (out / common.RESUME_FILE).exists()   # finished: nothing left to resume
+    return straight, saved, resumed, capsys.readouterr().out
+
+
 @pytest.mark.jit_only
 def test_order_matters_stopped_in_its_second_model_resumes_without_retraining_the_first(
         tmp_path, monkeypatch, capsys):
     """Three models, one run: stopped in the middle of model (b)'s first epoch, --resume
     trains (b) on from there (its second epoch's order drawn from the saved random stream),
     then (c); (a) comes back from the checkpoint, not trained again."""
-    common = common_module()
     small = ["--quick", "--epochs", "2"]          # 188 steps of 32 sentences per epoch
-    straight = everything(demo("order_matters", *small, "--out", str(tmp_path / "a")),
-                          tmp_path / "a")
-    out = tmp_path / "b"
-    monkeypatch.setenv(common.INTERRUPT_AT, "attention without positions:100")
-    with pytest.raises(common.Stopped, match="attention without positions, epoch 1, step 100 "
-                                             "saved"):
-        demo("order_matters", *small, "--out", str(out))
-    saved = ta.load(out / common.RESUME_FILE)
+    straight, saved, resumed, printed = stop_and_resume(
+        "order_matters", small, "attention without positions:100",
+        "attention without positions, epoch 1, step 100", tmp_path, monkeypatch, capsys)
     assert saved["stage"] == "attention without positions"
     assert list(saved["state"]["curves"]) == ["bag of words"]
     assert saved["counters"] == {"epoch": 1, "position": 3200, "step": 100}
-    capsys.readouterr()
-
-    monkeypatch.delenv(common.INTERRUPT_AT)
-    resumed = everything(demo("order_matters", *small, "--out", str(out), "--resume"), out)
-    printed = capsys.readouterr().out
     assert "attention without positions, epoch 1, step 100" in printed
     assert "(a) epoch" not in printed and "(c) epoch  1/2" in printed
     assert resumed == straight                   # every loss, metric, snapshot and weight
-    assert not (out / common.RESUME_FILE).exists()
 
 
 @pytest.mark.jit_only
@@ -283,29 +289,18 @@ def test_show_attend_tell_stopped_in_hard_attention_resumes_to_the_same_numbers(
     """Stopped in the second of three models, hard attention, after it began to sample cells
     (Python's random module and tinyattn's generator) and to keep its REINFORCE baseline, in
     the middle of an evaluation period and of a pass over the shuffled scenes."""
-    common = common_module()
     # 32 steps of 16 scenes: evaluations after 10, 20 and 30 (a last period of two steps without
     # one); a pass over the 100 scenes is 6 batches; hard attention samples cells from step 9
     # on, with a probability that grows to 1 at step 16
     small = ["--quick", "--steps", "32", "--batch", "16", "--train-size", "100",
              "--test-size", "20"]
-    straight = everything(demo("show_attend_tell", *small, "--out", str(tmp_path / "a")),
-                          tmp_path / "a")
-    out = tmp_path / "b"
-    monkeypatch.setenv(common.INTERRUPT_AT, "hard:11")
-    with pytest.raises(common.Stopped, match="hard, epoch 2, step 11 saved"):
-        demo("show_attend_tell", *small, "--out", str(out))
-    saved = ta.load(out / common.RESUME_FILE)
+    straight, saved, resumed, printed = stop_and_resume(
+        "show_attend_tell", small, "hard:11", "hard, epoch 2, step 11", tmp_path, monkeypatch,
+        capsys)
     assert saved["stage"] == "hard" and list(saved["state"]["weights"]) == ["soft"]
     assert set(saved["stage_state"]["reinforce"]) == {"baseline", "var"}
-    capsys.readouterr()
-
-    monkeypatch.delenv(common.INTERRUPT_AT)
-    resumed = everything(demo("show_attend_tell", *small, "--out", str(out), "--resume"), out)
-    printed = capsys.readouterr().out
     assert "soft attention:" not in printed and "none attention:" in printed
     assert resumed == straight                   # every metric, snapshot and weight
-    assert not (out / common.RESUME_FILE).exists()
 
 
 @pytest.mark.jit_only
@@ -314,17 +309,9 @@ def test_long_sequences_stopped_in_bahdanau_resumes_to_the_same_numbers(tmp_path
     """Stopped in the first epoch of the second model: the fixed-context model comes back
     from the checkpoint (and is evaluated from its weights), Bahdanau's goes on with its
     second epoch's batches drawn from the saved random stream, then Luong's."""
-    common = common_module()
     small = ["--quick", "--epochs", "2", "--train-size", "256"]   # 4 batches per epoch
-    straight = everything(demo("long_sequences", *small, "--out", str(tmp_path / "a")),
-                          tmp_path / "a")
-    out = tmp_path / "b"
-    monkeypatch.setenv(common.INTERRUPT_AT, "bahdanau:3")
-    with pytest.raises(common.Stopped, match="bahdanau, epoch 1, step 3 saved"):
-        demo("long_sequences", *small, "--out", str(out))
-    capsys.readouterr()
-    monkeypatch.delenv(common.INTERRUPT_AT)
-    resumed = everything(demo("long_sequences", *small, "--out", str(out), "--resume"), out)
-    printed = capsys.readouterr().out
+    straight, _, resumed, printed = stop_and_resume(
+        "long_sequences", small, "bahdanau:3", "bahdanau, epoch 1, step 3", tmp_path,
+        monkeypatch, capsys)
     assert "none     epoch" not in printed and "luong    epoch 1/2" in printed
     assert resumed == straight
