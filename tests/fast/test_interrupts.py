@@ -110,17 +110,23 @@ def ctrl_c_raises():
 
 
 @pytest.fixture
-def pool(monkeypatch):
-    """Two threads on the fast backend, a watchdog, and a pool that must be whole afterwards."""
+def two_threads():
+    """The pool with two threads, and a watchdog that ends the process if anything hangs."""
     faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)
     old = threads.num_threads()
     threads.set_num_threads(2)
     try:
-        with backend.use("fast"):
-            yield
+        yield
     finally:
         faulthandler.cancel_dump_traceback_later()
         threads.set_num_threads(old)
+
+
+@pytest.fixture
+def pool(two_threads):
+    """Two threads on the fast backend."""
+    with backend.use("fast"):
+        yield
 
 
 def assert_pool_whole():
@@ -142,45 +148,38 @@ def assert_still_threaded(monkeypatch, op):
     monkeypatch.setattr(threads, "_adaptive", True)
 
 
-def test_interrupted_parallel_for_and_run_two_leave_the_pool_whole(monkeypatch):
+def test_interrupted_parallel_for_and_run_two_leave_the_pool_whole(two_threads, monkeypatch):
     """The bare pool, with Python blocks (compiled or not): every interrupted call leaves the
     next one right and threaded."""
-    faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)
-    old = threads.num_threads()
-    threads.set_num_threads(2)
-    try:
-        n = 2000
-        out = [0] * n
+    n = 2000
+    out = [0] * n
 
-        def fill(start, stop):      # (the sleep lets the other thread have the GIL)
-            for i in range(start, stop):
-                out[i] = i * i
-            time.sleep(0.0002)
+    def fill(start, stop):      # (the sleep lets the other thread have the GIL)
+        for i in range(start, stop):
+            out[i] = i * i
+        time.sleep(0.0002)
 
-        def op():
-            out[:] = [0] * n
-            threads.parallel_for(fill, n)
+    def op():
+        out[:] = [0] * n
+        threads.parallel_for(fill, n)
 
-        def pair():
-            threads.run_two(lambda a, b: fill(0, n // 2), lambda a, b: fill(n // 2, n))
+    def pair():
+        threads.run_two(lambda a, b: fill(0, n // 2), lambda a, b: fill(n // 2, n))
 
-        expected = [i * i for i in range(n)]
+    expected = [i * i for i in range(n)]
 
-        def check():
-            op()
-            assert out == expected
-            out[:] = [0] * n
-            pair()
-            assert out == expected
+    def check():
+        op()
+        assert out == expected
+        out[:] = [0] * n
+        pair()
+        assert out == expected
 
-        landed, _ = storm(lambda: (op(), pair()), check, interrupts=200, max_delay=0.002)
-        assert landed >= 150
-        check()
-        assert_still_threaded(monkeypatch, op)
-        assert_pool_whole()
-    finally:
-        faulthandler.cancel_dump_traceback_later()
-        threads.set_num_threads(old)
+    landed, _ = storm(lambda: (op(), pair()), check, interrupts=200, max_delay=0.002)
+    assert landed >= 150
+    check()
+    assert_still_threaded(monkeypatch, op)
+    assert_pool_whole()
 
 
 def _values(*tensors):
@@ -317,30 +316,24 @@ def every_point(op, monkeypatch, adaptive):
 
 
 @pytest.mark.parametrize("adaptive", [False, True], ids=["waiting", "taking back"])
-def test_an_interrupt_at_any_point_of_the_pool_leaves_it_whole(monkeypatch, adaptive):
-    faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)
-    old = threads.num_threads()
-    threads.set_num_threads(2)
-    try:
-        n = 64
-        out = [0] * n
+def test_an_interrupt_at_any_point_of_the_pool_leaves_it_whole(two_threads, monkeypatch,
+                                                              adaptive):
+    n = 64
+    out = [0] * n
 
-        def fill(start, stop):
-            for i in range(start, stop):
-                out[i] = i * i + start
+    def fill(start, stop):
+        for i in range(start, stop):
+            out[i] = i * i + start
 
-        def op():
-            out[:] = [0] * n
-            threads.parallel_for(fill, n)
-            first = list(out)
-            threads.run_two(lambda a, b: fill(0, n // 2), lambda a, b: fill(n // 2, n))
-            return first, list(out)
+    def op():
+        out[:] = [0] * n
+        threads.parallel_for(fill, n)
+        first = list(out)
+        threads.run_two(lambda a, b: fill(0, n // 2), lambda a, b: fill(n // 2, n))
+        return first, list(out)
 
-        assert every_point(op, monkeypatch, adaptive) > 30
-        assert_pool_whole()
-    finally:
-        faulthandler.cancel_dump_traceback_later()
-        threads.set_num_threads(old)
+    assert every_point(op, monkeypatch, adaptive) > 30
+    assert_pool_whole()
 
 
 @pytest.mark.jit_only
